@@ -1,0 +1,33 @@
+# The two set-up commands: `make demo` and `make test`. Both create/refresh .venv first.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+MEMPIPE := $(VENV)/bin/mempipe
+DEMO_DB := sqlite:///var/mempipe.db
+
+.PHONY: venv test demo bench clean
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+test: venv
+	$(PY) -m pytest
+
+demo: venv
+	mkdir -p var
+	$(MEMPIPE) --db $(DEMO_DB) db upgrade
+	$(MEMPIPE) --db $(DEMO_DB) import samples/community.jsonl
+	$(MEMPIPE) --db $(DEMO_DB) replay --from 2026-11-01 --to 2026-11-04
+	$(MEMPIPE) --db $(DEMO_DB) contexts
+	$(MEMPIPE) --db $(DEMO_DB) runs
+
+bench: venv
+	$(PY) -m bench
+
+clean:
+	rm -rf var .pytest_cache

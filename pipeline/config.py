@@ -1,0 +1,100 @@
+"""Settings: config/default.toml, then `--config FILE`, then MEMPIPE_* environment variables."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, Field, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from .errors import ConfigError
+
+DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config" / "default.toml"
+
+
+def _check_zone(name: str) -> str:
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError(f"unknown timezone {name!r} (use an IANA name like 'Europe/Lisbon')") from exc
+    return name
+
+
+class Timezones(BaseModel):
+    default: str = "UTC"
+    guilds: dict[int, str] = Field(default_factory=dict)
+
+    _check_default = field_validator("default")(_check_zone)
+
+    @field_validator("guilds")
+    @classmethod
+    def _check_guilds(cls, v: dict[int, str]) -> dict[int, str]:
+        for zone in v.values():
+            _check_zone(zone)
+        return v
+
+    def for_guild(self, guild_id: int | None) -> ZoneInfo:
+        if guild_id is not None and guild_id in self.guilds:
+            return ZoneInfo(self.guilds[guild_id])
+        return ZoneInfo(self.default)
+
+
+class SummaryLengths(BaseModel):
+    daily_chars: int = Field(300, ge=40)
+    historical_chars: int = Field(500, ge=40)
+    context_chars: int = Field(1200, ge=80)
+    facts_chars: int = Field(800, ge=80)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="MEMPIPE_", env_nested_delimiter="__", extra="forbid"
+    )
+
+    database_url: str = "sqlite:///var/mempipe.db"
+    summarizer: Literal["extractive", "gemini"] = "extractive"
+    retention_days: int = Field(30, ge=8)
+    max_message_chars: int = Field(2000, ge=16)
+    timezones: Timezones = Field(default_factory=Timezones)
+    summary: SummaryLengths = Field(default_factory=SummaryLengths)
+
+    # Files read by the TOML source; set per load() call (class-level because pydantic-settings
+    # builds sources from the class).
+    _toml_files: tuple[Path, ...] = ()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=list(cls._toml_files), deep_merge=True)
+        return (init_settings, env_settings, toml)
+
+
+def load_settings(config_file: str | os.PathLike | None = None, **overrides) -> Settings:
+    """Defaults < config/default.toml < config_file < MEMPIPE_* env < explicit overrides."""
+    files = [DEFAULT_CONFIG] if DEFAULT_CONFIG.exists() else []
+    if config_file is not None:
+        path = Path(config_file)
+        if not path.is_file():
+            raise ConfigError(f"config file {path} does not exist (pass an existing TOML file to --config)")
+        files.append(path)
+    Settings._toml_files = tuple(files)
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValueError as exc:  # pydantic ValidationError, TOML decode errors
+        raise ConfigError(f"invalid configuration ({', '.join(str(f) for f in files)}): {exc}") from exc
+    finally:
+        Settings._toml_files = ()

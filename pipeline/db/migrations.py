@@ -1,0 +1,119 @@
+"""Apply the numbered SQL files in sql/migrations in order and record each one.
+
+File names: `NNNN_name.sql` (both dialects) or `NNNN_name.<dialect>.sql` (sqlite / postgresql)
+where the SQL must differ. Statements are separated by `;` at the end of a line.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from ..errors import SchemaError, StoreError
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent.parent / "sql" / "migrations"
+DIALECTS = ("sqlite", "postgresql")
+_NAME = re.compile(r"^(?P<version>\d{4})_(?P<name>[a-z0-9_]+)(?:\.(?P<dialect>sqlite|postgresql))?\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    path: Path
+
+    @property
+    def sql(self) -> str:
+        return self.path.read_text(encoding="utf-8")
+
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+
+
+def discover(dialect: str, directory: Path = MIGRATIONS_DIR) -> list[Migration]:
+    if dialect not in DIALECTS:
+        raise SchemaError(f"no migrations for dialect {dialect!r}")
+    chosen: dict[int, Migration] = {}
+    for path in sorted(directory.glob("*.sql")):
+        m = _NAME.match(path.name)
+        if not m:
+            raise SchemaError(f"migration file name {path.name!r} does not match NNNN_name[.dialect].sql")
+        if m["dialect"] not in (None, dialect):
+            continue
+        version = int(m["version"])
+        if version in chosen and m["dialect"] is None:
+            continue  # a dialect-specific file wins over the shared one
+        chosen[version] = Migration(version, m["name"], path)
+    return [chosen[v] for v in sorted(chosen)]
+
+
+def split_statements(sql: str) -> list[str]:
+    lines = [ln for ln in sql.splitlines() if not ln.strip().startswith("--")]
+    parts = re.split(r";\s*(?:--[^\n]*)?$", "\n".join(lines), flags=re.MULTILINE)
+    return [p.strip() for p in parts if p.strip()]
+
+
+_BOOKKEEPING = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,
+    checksum   TEXT NOT NULL,
+    applied_at TEXT NOT NULL
+)
+"""
+
+
+def applied_versions(conn: Connection) -> dict[int, str]:
+    conn.execute(sa.text(_BOOKKEEPING))
+    rows = conn.execute(sa.text("SELECT version, checksum FROM schema_migrations")).all()
+    return {int(v): c for v, c in rows}
+
+
+def pending_migrations(engine: Engine) -> list[Migration]:
+    with engine.begin() as conn:
+        done = applied_versions(conn)
+    return [m for m in discover(engine.dialect.name) if m.version not in done]
+
+
+def upgrade(engine: Engine) -> list[Migration]:
+    """Apply every pending migration, each in its own transaction. Returns what was applied."""
+    applied: list[Migration] = []
+    try:
+        with engine.begin() as conn:
+            done = applied_versions(conn)
+        for mig in discover(engine.dialect.name):
+            if mig.version in done:
+                if done[mig.version] != mig.checksum:
+                    raise SchemaError(
+                        f"migration {mig.path.name} changed after it was applied; "
+                        "never edit an applied migration, add a new numbered file instead"
+                    )
+                continue
+            with engine.begin() as conn:
+                for statement in split_statements(mig.sql):
+                    conn.execute(sa.text(statement))
+                conn.execute(
+                    sa.text("INSERT INTO schema_migrations (version, name, checksum, applied_at) "
+                            "VALUES (:v, :n, :c, :t)"),
+                    {"v": mig.version, "n": mig.name, "c": mig.checksum,
+                     "t": dt.datetime.now(dt.timezone.utc).isoformat()},
+                )
+            applied.append(mig)
+    except sa.exc.SQLAlchemyError as exc:
+        raise StoreError(f"applying migrations failed: {exc.__class__.__name__}: {exc.orig if hasattr(exc, 'orig') else exc}") from exc
+    return applied
+
+
+def require_current(engine: Engine) -> None:
+    """Refuse to work on a database whose schema is behind the code."""
+    pending = pending_migrations(engine)
+    if pending:
+        names = ", ".join(m.path.name for m in pending)
+        raise SchemaError(f"the database schema is not up to date (pending: {names}); run `mempipe db upgrade`")

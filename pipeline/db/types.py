@@ -1,0 +1,69 @@
+"""Column types that store the same values on SQLite and PostgreSQL.
+
+SQLite has no timezone-aware timestamp: we store ISO-8601 UTC text with a fixed width so that
+text order is time order. PostgreSQL gets real timestamptz / date columns.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import sqlalchemy as sa
+from sqlalchemy.types import TypeDecorator
+
+UTC = dt.timezone.utc
+
+
+def to_utc_text(value: dt.datetime) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class UtcDateTime(TypeDecorator):
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect):
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(sa.String())
+        return dialect.type_descriptor(sa.DateTime(timezone=True))
+
+    def process_bind_param(self, value, dialect):
+        if value is None:
+            return None
+        if not isinstance(value, dt.datetime) or value.tzinfo is None:
+            raise ValueError(f"timestamps must be timezone-aware datetimes, got {value!r}")
+        if dialect.name == "sqlite":
+            return to_utc_text(value)
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value, dialect):
+        if value is None:
+            return None
+        if isinstance(value, str):
+            return dt.datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+class LocalDate(TypeDecorator):
+    impl = sa.Date
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect):
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(sa.String())
+        return dialect.type_descriptor(sa.Date())
+
+    def process_bind_param(self, value, dialect):
+        if value is None:
+            return None
+        if dialect.name == "sqlite":
+            return value.isoformat()
+        return value
+
+    def process_result_value(self, value, dialect):
+        if value is None or isinstance(value, dt.date):
+            return value
+        return dt.date.fromisoformat(value)
+
+
+JsonDocument = sa.JSON().with_variant(sa.dialects.postgresql.JSONB(), "postgresql")
