@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.types import TypeDecorator
 
 UTC = dt.timezone.utc
@@ -66,4 +67,4 @@ class LocalDate(TypeDecorator):
         return dt.date.fromisoformat(value)
 
 
-JsonDocument = sa.JSON().with_variant(sa.dialects.postgresql.JSONB(), "postgresql")
+JsonDocument = sa.JSON().with_variant(JSONB(), "postgresql")

@@ -1,0 +1,68 @@
+"""Pure functions for local days, partitions and scopes. No database, no clock."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from zoneinfo import ZoneInfo
+
+from .errors import ScopeError
+
+UTC = dt.timezone.utc
+VISIBILITIES = ("public", "restricted", "dm")
+HISTORY_DAYS = 6  # days 2-7 before day 1
+
+
+def partition_for(visibility: str, guild_id: int | None, channel_id: int) -> str:
+    """The audience a message belongs to (DESIGN.md, "partition")."""
+    if visibility == "public":
+        if guild_id is None:
+            raise ValueError("a public message needs a guild id")
+        return f"guild:{guild_id}"
+    if visibility == "restricted":
+        if guild_id is None:
+            raise ValueError("a restricted message needs a guild id")
+        return f"channel:{channel_id}"
+    if visibility == "dm":
+        return f"dm:{channel_id}"
+    raise ValueError(f"unknown visibility {visibility!r} (use public, restricted or dm)")
+
+
+@dataclass(frozen=True)
+class Scope:
+    kind: str  # guild | channel | dm
+    id: int
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.id}"
+
+
+def parse_scope(text: str) -> Scope:
+    kind, _, ident = text.partition(":")
+    if kind not in ("guild", "channel", "dm") or not ident.isdigit():
+        raise ScopeError(
+            f"bad scope {text!r}: use guild:<guild_id>, channel:<channel_id> or dm:<channel_id>"
+        )
+    return Scope(kind, int(ident))
+
+
+def day_bounds(day: dt.date, tz: ZoneInfo) -> tuple[dt.datetime, dt.datetime]:
+    """[start, end) of a local calendar day, in UTC. DST days are 23 or 25 hours long."""
+    start = dt.datetime.combine(day, dt.time(0), tzinfo=tz)
+    end = dt.datetime.combine(day + dt.timedelta(days=1), dt.time(0), tzinfo=tz)
+    return start.astimezone(UTC), end.astimezone(UTC)
+
+
+def local_day(ts: dt.datetime, tz: ZoneInfo) -> dt.date:
+    return ts.astimezone(tz).date()
+
+
+def history_days(day1: dt.date) -> tuple[dt.date, dt.date]:
+    """First and last of days 2-7 for a given day 1."""
+    return day1 - dt.timedelta(days=HISTORY_DAYS), day1 - dt.timedelta(days=1)
+
+
+def days_between(first: dt.date, last: dt.date) -> list[dt.date]:
+    if last < first:
+        raise ValueError(f"--to {last} is before --from {first}")
+    return [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]

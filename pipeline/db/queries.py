@@ -1,0 +1,24 @@
+"""Named SQL from sql/queries.sql, parsed once."""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+
+QUERIES_FILE = Path(__file__).resolve().parent.parent.parent / "sql" / "queries.sql"
+
+
+@functools.cache
+def queries() -> dict[str, str]:
+    text = QUERIES_FILE.read_text(encoding="utf-8")
+    out: dict[str, str] = {}
+    for block in re.split(r"^-- name: ", text, flags=re.MULTILINE)[1:]:
+        name, _, body = block.partition("\n")
+        lines = [ln for ln in body.splitlines() if ln.strip() and not ln.startswith("--")]
+        out[name.strip()] = "\n".join(lines).rstrip().rstrip(";")
+    return out
+
+
+def query(name: str) -> str:
+    return queries()[name]

@@ -1,0 +1,421 @@
+"""The storage layer: the only module that runs SQL.
+
+Every public method maps driver errors to StoreError, so a database outage raises instead of
+reading as "no data". Writes that belong together share one transaction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import functools
+from collections import defaultdict
+from typing import Any, Iterable, Iterator, Sequence
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from .db import make_engine
+from .db.migrations import require_current, upgrade
+from .db.queries import query
+from .db.tables import (
+    DERIVED_TABLES,
+    channels,
+    chat_history,
+    daily_summaries,
+    forgotten_facts,
+    historical_summaries,
+    members,
+    memory_context,
+    partition_days,
+    pipeline_runs,
+    user_facts,
+)
+from .errors import StoreError
+
+UTC = dt.timezone.utc
+
+
+def _insert_for(conn: Connection):
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert
+
+
+def _wrap(op: str):
+    def deco(fn):
+        @functools.wraps(fn)
+        def inner(self, *args, **kwargs):
+            try:
+                return fn(self, *args, **kwargs)
+            except sa.exc.SQLAlchemyError as exc:
+                raise StoreError(
+                    f"database error while {op}: {getattr(exc, 'orig', None) or exc} "
+                    f"(database: {self.safe_url})"
+                ) from exc
+        return inner
+    return deco
+
+
+class Store:
+    def __init__(self, engine: Engine):
+        self.engine = engine
+
+    @classmethod
+    def open(cls, url: str, *, check_schema: bool = True) -> "Store":
+        store = cls(make_engine(url))
+        if check_schema:
+            try:
+                require_current(store.engine)
+            except sa.exc.SQLAlchemyError as exc:
+                raise StoreError(f"cannot open database {store.safe_url}: {getattr(exc, 'orig', None) or exc}") from exc
+        return store
+
+    @property
+    def safe_url(self) -> str:
+        return self.engine.url.render_as_string(hide_password=True)
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    def upgrade(self):
+        return upgrade(self.engine)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        try:
+            with self.engine.begin() as conn:
+                yield conn
+        except sa.exc.SQLAlchemyError as exc:
+            raise StoreError(f"database error: {getattr(exc, 'orig', None) or exc} (database: {self.safe_url})") from exc
+
+    # ------------------------------------------------------------------ ingest
+
+    def write_messages(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
+        """Upsert a batch inside the caller's transaction. Idempotent by message id; an edit
+        (a newer edited_ts) replaces the text."""
+        if not rows:
+            return
+        insert = _insert_for(conn)
+        stmt = insert(chat_history)
+        newer = sa.and_(
+            stmt.excluded.edited_ts.is_not(None),
+            sa.or_(chat_history.c.edited_ts.is_(None), stmt.excluded.edited_ts > chat_history.c.edited_ts),
+        )
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[chat_history.c.message_id],
+            set_={"text": stmt.excluded.text, "edited_ts": stmt.excluded.edited_ts},
+            where=newer,
+        )
+        conn.execute(stmt, list(rows))
+
+    def write_members(self, conn: Connection, rows: Iterable[dict[str, Any]]) -> None:
+        rows = list(rows)
+        if not rows:
+            return
+        insert = _insert_for(conn)
+        stmt = insert(members)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[members.c.guild_key, members.c.user_id],
+            set_={"display_name": stmt.excluded.display_name, "seen_at": stmt.excluded.seen_at},
+            where=stmt.excluded.seen_at >= members.c.seen_at,
+        )
+        conn.execute(stmt, rows)
+
+    def write_channels(self, conn: Connection, rows: Iterable[dict[str, Any]]) -> None:
+        rows = list(rows)
+        if not rows:
+            return
+        insert = _insert_for(conn)
+        stmt = insert(channels)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[channels.c.channel_id],
+            set_={
+                "is_group": sa.or_(channels.c.is_group, stmt.excluded.is_group),
+                "name": sa.func.coalesce(stmt.excluded.name, channels.c.name),
+            },
+        )
+        conn.execute(stmt, rows)
+
+    @_wrap("counting messages")
+    def count_messages(self) -> int:
+        with self.engine.connect() as conn:
+            return conn.execute(sa.select(sa.func.count()).select_from(chat_history)).scalar_one()
+
+    # ------------------------------------------------------------------ daily stage
+
+    @_wrap("listing partitions")
+    def partitions_between(self, start: dt.datetime, end: dt.datetime, guild_id: int | None = None) -> list[dict]:
+        """Partitions with at least one message in [start, end), with their guild."""
+        q = (
+            sa.select(chat_history.c.partition, sa.func.max(chat_history.c.guild_id).label("guild_id"))
+            .where(chat_history.c.ts >= start, chat_history.c.ts < end)
+            .group_by(chat_history.c.partition)
+            .order_by(chat_history.c.partition)
+        )
+        if guild_id is not None:
+            q = q.where(chat_history.c.guild_id == guild_id)
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(q)]
+
+    @_wrap("reading messages")
+    def messages_between(self, partition: str, start: dt.datetime, end: dt.datetime) -> list[dict]:
+        q = (
+            sa.select(chat_history.c.message_id, chat_history.c.user_id, chat_history.c.text,
+                      chat_history.c.ts, chat_history.c.reply_to, chat_history.c.guild_id)
+            .where(chat_history.c.partition == partition, chat_history.c.ts >= start, chat_history.c.ts < end)
+            .order_by(chat_history.c.ts, chat_history.c.message_id)
+        )
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(q)]
+
+    @_wrap("reading reply authors")
+    def authors_of(self, message_ids: Iterable[int]) -> dict[int, int]:
+        ids = sorted(set(message_ids))
+        out: dict[int, int] = {}
+        with self.engine.connect() as conn:
+            for i in range(0, len(ids), 500):
+                q = sa.select(chat_history.c.message_id, chat_history.c.user_id).where(
+                    chat_history.c.message_id.in_(ids[i:i + 500]))
+                out.update({m: u for m, u in conn.execute(q)})
+        return out
+
+    @_wrap("reading member names")
+    def member_names(self, guild_key: int, user_ids: Iterable[int]) -> dict[int, str]:
+        ids = sorted(set(user_ids))
+        out: dict[int, str] = {}
+        with self.engine.connect() as conn:
+            for i in range(0, len(ids), 500):
+                q = sa.select(members.c.user_id, members.c.display_name).where(
+                    members.c.guild_key == guild_key, members.c.user_id.in_(ids[i:i + 500]))
+                out.update({u: n for u, n in conn.execute(q)})
+        return out
+
+    @_wrap("reading a partition-day")
+    def partition_day(self, partition: str, day: dt.date) -> dict | None:
+        q = sa.select(partition_days).where(partition_days.c.partition == partition, partition_days.c.day == day)
+        with self.engine.connect() as conn:
+            row = conn.execute(q).first()
+        return dict(row._mapping) if row else None
+
+    @_wrap("writing a daily summary")
+    def replace_daily(self, record: dict, summaries: dict[int, str], now: dt.datetime) -> None:
+        """Replace one partition-day's summaries atomically: all rows or none."""
+        with self.engine.begin() as conn:
+            conn.execute(sa.delete(daily_summaries).where(
+                daily_summaries.c.partition == record["partition"], daily_summaries.c.day == record["day"]))
+            if summaries:
+                conn.execute(sa.insert(daily_summaries), [
+                    {"partition": record["partition"], "day": record["day"], "user_id": uid,
+                     "summary": text, "input_hash": record["input_hash"],
+                     "degraded": record["degraded"], "created_at": now}
+                    for uid, text in sorted(summaries.items())
+                ])
+            insert = _insert_for(conn)
+            stmt = insert(partition_days).values(**record, computed_at=now)
+            conn.execute(stmt.on_conflict_do_update(
+                index_elements=[partition_days.c.partition, partition_days.c.day],
+                set_={k: stmt.excluded[k] for k in record if k not in ("partition", "day")} | {"computed_at": now},
+            ))
+
+    # ------------------------------------------------------------------ historical / merge inputs
+
+    @_wrap("reading daily summaries")
+    def dailies(self, partition: str, first: dt.date, last: dt.date, user_id: int | None = None) -> list[dict]:
+        q = (
+            sa.select(daily_summaries.c.partition, daily_summaries.c.day, daily_summaries.c.user_id,
+                      daily_summaries.c.summary, daily_summaries.c.degraded)
+            .where(daily_summaries.c.partition == partition,
+                   daily_summaries.c.day >= first, daily_summaries.c.day <= last)
+            .order_by(daily_summaries.c.user_id, daily_summaries.c.day)
+        )
+        if user_id is not None:
+            q = q.where(daily_summaries.c.user_id == user_id)
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(q)]
+
+    @_wrap("reading historical summaries")
+    def historicals(self, partition: str, day: dt.date) -> dict[int, dict]:
+        q = sa.select(historical_summaries).where(
+            historical_summaries.c.partition == partition, historical_summaries.c.day == day)
+        with self.engine.connect() as conn:
+            return {r.user_id: dict(r._mapping) for r in conn.execute(q)}
+
+    @_wrap("writing a historical summary")
+    def upsert_historical(self, row: dict) -> None:
+        with self.engine.begin() as conn:
+            insert = _insert_for(conn)
+            stmt = insert(historical_summaries).values(**row)
+            conn.execute(stmt.on_conflict_do_update(
+                index_elements=[historical_summaries.c.partition, historical_summaries.c.user_id,
+                                historical_summaries.c.day],
+                set_={k: stmt.excluded[k] for k in row if k not in ("partition", "user_id", "day")},
+            ))
+
+    @_wrap("deleting a historical summary")
+    def delete_historical(self, partition: str, user_id: int, day: dt.date) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(sa.delete(historical_summaries).where(
+                historical_summaries.c.partition == partition, historical_summaries.c.user_id == user_id,
+                historical_summaries.c.day == day))
+
+    @_wrap("reading channels")
+    def channel(self, channel_id: int) -> dict | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(channels).where(channels.c.channel_id == channel_id)).first()
+        return dict(row._mapping) if row else None
+
+    @_wrap("counting DM participants")
+    def partition_speakers(self, partition: str) -> set[int]:
+        q = sa.select(chat_history.c.user_id).where(chat_history.c.partition == partition).distinct()
+        with self.engine.connect() as conn:
+            return set(conn.execute(q).scalars())
+
+    @_wrap("listing a user's partitions")
+    def user_partitions(self, user_id: int) -> list[str]:
+        q = (sa.select(chat_history.c.partition).where(chat_history.c.user_id == user_id)
+             .distinct().order_by(chat_history.c.partition))
+        with self.engine.connect() as conn:
+            return list(conn.execute(q).scalars())
+
+    # ------------------------------------------------------------------ facts
+
+    @_wrap("reading facts")
+    def facts(self, scope: str, user_id: int) -> str:
+        q = sa.select(user_facts.c.facts).where(user_facts.c.scope == scope, user_facts.c.user_id == user_id)
+        with self.engine.connect() as conn:
+            return conn.execute(q).scalar_one_or_none() or ""
+
+    @_wrap("listing facts")
+    def facts_scopes(self) -> list[dict]:
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(
+                sa.select(user_facts.c.scope, user_facts.c.user_id).order_by(user_facts.c.scope, user_facts.c.user_id))]
+
+    @_wrap("reading forgotten facts")
+    def forgotten(self, user_ids: Iterable[int]) -> dict[int, list[str]]:
+        ids = sorted(set(user_ids))
+        out: dict[int, list[str]] = defaultdict(list)
+        with self.engine.connect() as conn:
+            for i in range(0, len(ids), 500):
+                q = (sa.select(forgotten_facts.c.user_id, forgotten_facts.c.fact)
+                     .where(forgotten_facts.c.user_id.in_(ids[i:i + 500]))
+                     .order_by(forgotten_facts.c.id))
+                for uid, fact in conn.execute(q):
+                    out[uid].append(fact)
+        return dict(out)
+
+    @_wrap("writing facts")
+    def write_facts(self, scope: str, user_id: int, blob: str, now: dt.datetime,
+                    forgotten: str | None = None, scrub=None) -> None:
+        """Store a facts blob; with `forgotten`, also record it and scrub (via the `scrub`
+        text function) every stored summary and context of the user — in the same transaction."""
+        with self.engine.begin() as conn:
+            insert = _insert_for(conn)
+            stmt = insert(user_facts).values(scope=scope, user_id=user_id, facts=blob, updated_at=now)
+            conn.execute(stmt.on_conflict_do_update(
+                index_elements=[user_facts.c.scope, user_facts.c.user_id],
+                set_={"facts": blob, "updated_at": now}))
+            if forgotten is None:
+                return
+            conn.execute(sa.insert(forgotten_facts).values(scope=scope, user_id=user_id, fact=forgotten, created_at=now))
+            for table, col, keys in (
+                (daily_summaries, "summary", ("partition", "day", "user_id")),
+                (historical_summaries, "summary", ("partition", "user_id", "day")),
+                (memory_context, "context", ("scope", "user_id")),
+                (user_facts, "facts", ("scope", "user_id")),
+            ):
+                rows = conn.execute(sa.select(*[table.c[k] for k in keys], table.c[col])
+                                    .where(table.c.user_id == user_id)).all()
+                for row in rows:
+                    text = row[-1]
+                    cleaned = scrub(text)
+                    if cleaned != text:
+                        conn.execute(sa.update(table).where(*[table.c[k] == row[i] for i, k in enumerate(keys)])
+                                     .values({col: cleaned}))
+
+    # ------------------------------------------------------------------ contexts
+
+    @_wrap("reading a context")
+    def context_row(self, scope: str, user_id: int) -> dict | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.text(query("get_context")), {"scope": scope, "user_id": user_id}).first()
+        return dict(row._mapping) if row else None
+
+    @_wrap("reading a context")
+    def context_full(self, scope: str, user_id: int) -> dict | None:
+        q = sa.select(memory_context).where(memory_context.c.scope == scope, memory_context.c.user_id == user_id)
+        with self.engine.connect() as conn:
+            row = conn.execute(q).first()
+        return dict(row._mapping) if row else None
+
+    @_wrap("listing contexts")
+    def contexts(self, scope: str | None = None, user_id: int | None = None) -> list[dict]:
+        q = sa.select(memory_context).order_by(memory_context.c.scope, memory_context.c.user_id)
+        if scope is not None:
+            q = q.where(memory_context.c.scope == scope)
+        if user_id is not None:
+            q = q.where(memory_context.c.user_id == user_id)
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(q)]
+
+    @_wrap("writing a context")
+    def upsert_context(self, row: dict) -> None:
+        with self.engine.begin() as conn:
+            insert = _insert_for(conn)
+            stmt = insert(memory_context).values(**row)
+            conn.execute(stmt.on_conflict_do_update(
+                index_elements=[memory_context.c.scope, memory_context.c.user_id],
+                set_={k: stmt.excluded[k] for k in row if k not in ("scope", "user_id")},
+            ))
+
+    @_wrap("updating a context's day")
+    def touch_context(self, scope: str, user_id: int, as_of_day: dt.date) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(sa.update(memory_context).where(
+                memory_context.c.scope == scope, memory_context.c.user_id == user_id).values(as_of_day=as_of_day))
+
+    # ------------------------------------------------------------------ runs
+
+    @_wrap("recording a run")
+    def start_run(self, kind: str, date_from, date_to, guild_id, dry_run: bool, now: dt.datetime) -> int:
+        with self.engine.begin() as conn:
+            return conn.execute(sa.insert(pipeline_runs).values(
+                kind=kind, date_from=date_from, date_to=date_to, guild_id=guild_id, dry_run=dry_run,
+                started_at=now, status="running", partition_days=0, summarizer_calls=0, prompt_tokens=0,
+                output_tokens=0, cache_hits=0, fallbacks=0, errors=0, dropped_user_ids=0,
+            ).returning(pipeline_runs.c.id)).scalar_one()
+
+    @_wrap("recording a run")
+    def finish_run(self, run_id: int, status: str, counts: dict[str, int], now: dt.datetime,
+                   error: str | None = None) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(sa.update(pipeline_runs).where(pipeline_runs.c.id == run_id).values(
+                status=status, finished_at=now, error=error, **counts))
+
+    @_wrap("listing runs")
+    def runs(self, limit: int = 20) -> list[dict]:
+        q = sa.select(pipeline_runs).order_by(pipeline_runs.c.id.desc()).limit(limit)
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(q)]
+
+    # ------------------------------------------------------------------ inspection
+
+    @_wrap("dumping a table")
+    def dump(self, table_name: str) -> list[tuple]:
+        """Every row of a derived table in key order: tests compare these byte for byte."""
+        table = {t.name: t for t in DERIVED_TABLES}[table_name]
+        q = sa.select(table).order_by(*table.primary_key.columns)
+        with self.engine.connect() as conn:
+            return [tuple(r) for r in conn.execute(q)]
+
+    @_wrap("counting rows")
+    def table_counts(self) -> dict[str, int]:
+        with self.engine.connect() as conn:
+            return {t: n for t, n in conn.execute(sa.text(query("table_counts")))}
