@@ -143,6 +143,17 @@ class Store:
         )
         conn.execute(stmt, rows)
 
+    def stored_channels(self, conn: Connection, channel_ids: Iterable[int]) -> dict[int, dict]:
+        """Guild, visibility and partition of the channels already stored, read inside the
+        caller's transaction (ingest refuses to move a channel to another partition)."""
+        ids = sorted(set(channel_ids))
+        out: dict[int, dict] = {}
+        for i in range(0, len(ids), 500):
+            q = sa.select(channels.c.channel_id, channels.c.guild_id, channels.c.visibility,
+                          channels.c.partition).where(channels.c.channel_id.in_(ids[i:i + 500]))
+            out.update({r.channel_id: dict(r._mapping) for r in conn.execute(q)})
+        return out
+
     @_wrap("counting messages")
     def count_messages(self) -> int:
         with self.engine.connect() as conn:
@@ -313,7 +324,7 @@ class Store:
 
     @_wrap("writing facts")
     def write_facts(self, scope: str, user_id: int, blob: str, now: dt.datetime,
-                    forgotten: str | None = None, scrub=None) -> None:
+                    forgotten: str | None = None, scrub=None) -> int:
         """Store a facts blob; with `forgotten`, also record it and scrub (via the `scrub`
         text function) every stored summary and context of the user — in the same transaction."""
         with self.engine.begin() as conn:
@@ -323,7 +334,8 @@ class Store:
                 index_elements=[user_facts.c.scope, user_facts.c.user_id],
                 set_={"facts": blob, "updated_at": now}))
             if forgotten is None:
-                return
+                return 0
+            changed = 0
             conn.execute(sa.insert(forgotten_facts).values(scope=scope, user_id=user_id, fact=forgotten, created_at=now))
             for table, col, keys in (
                 (daily_summaries, "summary", ("partition", "day", "user_id")),
@@ -339,6 +351,8 @@ class Store:
                     if cleaned != text:
                         conn.execute(sa.update(table).where(*[table.c[k] == row[i] for i, k in enumerate(keys)])
                                      .values({col: cleaned}))
+                        changed += 1
+            return changed
 
     # ------------------------------------------------------------------ contexts
 
@@ -419,3 +433,62 @@ class Store:
     def table_counts(self) -> dict[str, int]:
         with self.engine.connect() as conn:
             return {t: n for t, n in conn.execute(sa.text(query("table_counts")))}
+
+
+def _facts_of_user(self: Store, user_id: int) -> list[tuple[str, str]]:
+    q = (sa.select(user_facts.c.scope, user_facts.c.facts).where(user_facts.c.user_id == user_id)
+         .order_by(user_facts.c.scope))
+    with self.engine.connect() as conn:
+        return [(s, f) for s, f in conn.execute(q)]
+
+
+def _daily_of(self: Store, partition: str, day: dt.date, user_id: int) -> dict | None:
+    q = sa.select(daily_summaries).where(daily_summaries.c.partition == partition,
+                                         daily_summaries.c.day == day, daily_summaries.c.user_id == user_id)
+    with self.engine.connect() as conn:
+        row = conn.execute(q).first()
+    return dict(row._mapping) if row else None
+
+
+def _historical_of(self: Store, partition: str, day: dt.date, user_id: int) -> dict | None:
+    q = sa.select(historical_summaries).where(
+        historical_summaries.c.partition == partition, historical_summaries.c.day == day,
+        historical_summaries.c.user_id == user_id)
+    with self.engine.connect() as conn:
+        row = conn.execute(q).first()
+    return dict(row._mapping) if row else None
+
+
+def _users_in_day(self: Store, partition: str, day: dt.date) -> set[int]:
+    q = sa.select(daily_summaries.c.user_id).where(daily_summaries.c.partition == partition,
+                                                   daily_summaries.c.day == day)
+    with self.engine.connect() as conn:
+        return set(conn.execute(q).scalars())
+
+
+def _fact_users(self: Store, scope: str) -> set[int]:
+    with self.engine.connect() as conn:
+        return set(conn.execute(sa.select(user_facts.c.user_id).where(user_facts.c.scope == scope)).scalars())
+
+
+Store.facts_of_user = _wrap("reading facts")(_facts_of_user)
+Store.daily_of = _wrap("reading a daily summary")(_daily_of)
+Store.historical_of = _wrap("reading a historical summary")(_historical_of)
+Store.users_in_day = _wrap("reading daily summaries")(_users_in_day)
+Store.fact_users = _wrap("reading facts")(_fact_users)
+
+
+def _context_scopes(self: Store, prefix: str) -> list[str]:
+    q = (sa.select(memory_context.c.scope).where(memory_context.c.scope.like(prefix + "%"))
+         .distinct().order_by(memory_context.c.scope))
+    with self.engine.connect() as conn:
+        return list(conn.execute(q).scalars())
+
+
+def _context_users(self: Store, scope: str) -> set[int]:
+    with self.engine.connect() as conn:
+        return set(conn.execute(sa.select(memory_context.c.user_id).where(memory_context.c.scope == scope)).scalars())
+
+
+Store.context_scopes = _wrap("listing contexts")(_context_scopes)
+Store.context_users = _wrap("listing contexts")(_context_users)

@@ -1,0 +1,386 @@
+"""The `mempipe` command: a thin layer over the library. Data goes to stdout, progress and
+errors to stderr; every option has an environment variable; errors say what to do."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import logging
+import sys
+from typing import Any
+
+import click
+
+from . import __version__
+from .calendar import parse_scope
+from .clock import system_clock
+from .config import load_settings
+from .errors import MempipeError
+from .store import Store
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class State:
+    def __init__(self, db: str | None, config: str | None, verbose: int):
+        self.db, self.config, self.verbose = db, config, verbose
+        self.clock = system_clock
+        self._settings = None
+
+    @property
+    def settings(self):
+        if self._settings is None:
+            overrides = {"database_url": self.db} if self.db else {}
+            self._settings = load_settings(self.config, **overrides)
+        return self._settings
+
+    def store(self, check_schema: bool = True) -> Store:
+        return Store.open(self.settings.database_url, check_schema=check_schema)
+
+    def context(self, store: Store, *, force: bool = False, dry_run: bool = False):
+        from .stages.context import RunContext
+        from .summarize import make_summarizer
+
+        return RunContext(store=store, summarizer=make_summarizer(self.settings), settings=self.settings,
+                          clock=self.clock, force=force, dry_run=dry_run)
+
+
+def _json_default(value: Any):
+    if isinstance(value, (dt.datetime, dt.date)):
+        return value.isoformat()
+    raise TypeError(type(value).__name__)
+
+
+def _echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, default=_json_default, ensure_ascii=False, indent=2))
+
+
+def _date(_ctx, param, value):
+    if value is None:
+        return None
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a date; use YYYY-MM-DD") from None
+
+
+class MempipeGroup(click.Group):
+    """Turns library errors into `Error: …` (exit 1); tracebacks only with -v."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except MempipeError as exc:
+            verbose = ctx.obj.verbose if isinstance(ctx.obj, State) else 0
+            if verbose:
+                raise
+            click.echo(f"Error: {exc}", err=True)
+            cause = exc.__cause__
+            while cause is not None:
+                click.echo(f"  caused by: {cause.__class__.__name__}: {cause}", err=True)
+                cause = cause.__cause__
+            ctx.exit(1)
+
+
+@click.group(cls=MempipeGroup, context_settings=CONTEXT_SETTINGS)
+@click.option("--db", envvar="MEMPIPE_DATABASE_URL", show_envvar=True, metavar="URL",
+              help="Database URL: sqlite:///var/mempipe.db (default) or postgresql+psycopg://user@host/db.")
+@click.option("--config", "config_file", envvar="MEMPIPE_CONFIG", show_envvar=True, metavar="FILE",
+              type=click.Path(dir_okay=False), help="TOML file overriding config/default.toml.")
+@click.option("-v", "--verbose", count=True, help="More logging; -v also shows tracebacks on errors.")
+@click.version_option(__version__, prog_name="mempipe")
+@click.pass_context
+def cli(ctx, db, config_file, verbose):
+    """mempipe: nightly memory for community chat bots.
+
+    Messages go into chat_history (`mempipe import`, or pipeline.ingest.ingest_messages from a
+    bot); `mempipe run` / `mempipe replay` turn them into daily and historical summaries and one
+    context row per (scope, user); bots read that row (`mempipe context`, pipeline.read.get_context,
+    or the SQL in the README).
+    """
+    logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING,
+                        stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    ctx.obj = State(db, config_file, verbose)
+
+
+# ---------------------------------------------------------------- db
+
+@cli.group()
+def db():
+    """Create and upgrade the database schema."""
+
+
+@db.command("upgrade")
+@click.pass_obj
+def db_upgrade(state: State):
+    """Apply pending migrations from sql/migrations (safe to run again).
+
+    Example: mempipe --db sqlite:///var/mempipe.db db upgrade
+    """
+    store = state.store(check_schema=False)
+    applied = store.upgrade()
+    for m in applied:
+        click.echo(f"applied {m.path.name}", err=True)
+    click.echo(f"schema up to date on {store.safe_url} ({len(applied)} migration(s) applied)")
+
+
+@db.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def db_status(state: State, as_json: bool):
+    """Show applied and pending migrations and table sizes."""
+    from .db.migrations import applied_versions, discover
+
+    store = state.store(check_schema=False)
+    with store.transaction() as conn:
+        done = applied_versions(conn)
+    migrations = [{"file": m.path.name, "applied": m.version in done} for m in discover(store.dialect)]
+    counts = store.table_counts() if all(m["applied"] for m in migrations) else {}
+    if as_json:
+        _echo_json({"database": store.safe_url, "migrations": migrations, "tables": counts})
+        return
+    click.echo(f"database: {store.safe_url}")
+    for m in migrations:
+        click.echo(f"  {'applied' if m['applied'] else 'PENDING'}  {m['file']}")
+    for table, n in counts.items():
+        click.echo(f"  {table}: {n} rows")
+
+
+# ---------------------------------------------------------------- import
+
+@cli.command("import")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "discord"]), default=None,
+              help="Input format; default: by extension (.jsonl -> jsonl, .json -> discord).")
+@click.option("--visibility", type=click.Choice(["public", "restricted"]), default=None,
+              help="For Discord guild exports: mark the channel restricted (role-gated). DMs are always dm.")
+@click.option("--include-bots", is_flag=True, help="Keep messages written by bot accounts (skipped by default).")
+@click.pass_obj
+def import_cmd(state: State, paths, fmt, visibility, include_bots):
+    """Import chat messages. Idempotent: re-importing adds nothing; newer edits replace text.
+
+    The whole import is one transaction: on any bad line nothing is written, and the error
+    names the file and line (or message id).
+
+    Example: mempipe import samples/community.jsonl
+    """
+    from .ingest import import_files
+
+    store = state.store()
+    with click.progressbar(length=0, label="importing", file=sys.stderr, show_pos=True) as bar:
+        def progress(n):
+            bar.update(n)
+        report = import_files(store, list(paths), state.settings, fmt=fmt,
+                              visibility=None if visibility == "public" else visibility,
+                              include_bots=include_bots, progress=progress)
+    click.echo(f"read {report.read} messages, wrote {report.written}, skipped {report.skipped}, "
+               f"cut {report.cut} over-long texts")
+
+
+# ---------------------------------------------------------------- run / replay
+
+def _print_result(result, dry_run: bool):
+    s = result.stats
+    if dry_run:
+        click.echo(f"dry run: {result.plan['partition_days']} partition-days with messages; "
+                   f"{result.plan['daily_calls']} daily summarizer calls would be made "
+                   f"({s.cache_hits} unchanged); historical and merge calls follow for the users of changed "
+                   f"partition-days. Nothing was written.")
+        return
+    click.echo(f"run {result.run_id}: {s.partition_days} partition-days, {s.summarizer_calls} summarizer calls "
+               f"({s.daily_computed} daily, {s.historical_computed} historical, {s.contexts_written} contexts written), "
+               f"{s.cache_hits} cache hits, {s.fallbacks} fallbacks, {s.errors} errors, "
+               f"{s.dropped_user_ids} dropped user ids")
+
+
+def _progress_bar(label: str):
+    bar = click.progressbar(length=1, label=label, file=sys.stderr, show_pos=True)
+
+    def progress(done: int, total: int):
+        bar.length = max(total, 1)
+        bar.update(done - bar.pos)
+
+    return bar, progress
+
+
+@cli.command("run")
+@click.option("--date", "day", callback=_date, metavar="YYYY-MM-DD",
+              help="Day 1 (local date). Default: today in each guild's timezone.")
+@click.option("--guild", type=int, default=None, help="Only this guild's partitions.")
+@click.option("--force", is_flag=True, help="Recompute even rows whose inputs did not change.")
+@click.option("--dry-run", is_flag=True, help="Say what would be computed; write nothing.")
+@click.pass_obj
+def run_cmd(state: State, day, guild, force, dry_run):
+    """Bring every partition up to date as of day 1 (safe to run from cron every hour).
+
+    Example: mempipe run            # today, per guild timezone
+    """
+    from .runner import execute
+
+    store = state.store()
+    rc = state.context(store, force=force, dry_run=dry_run)
+    bar, progress = _progress_bar("run")
+    with bar:
+        result = asyncio.run(execute(rc, "run", day, day, guild, progress))
+    _print_result(result, dry_run)
+
+
+@cli.command("replay")
+@click.option("--from", "date_from", required=True, callback=_date, metavar="YYYY-MM-DD", help="First local day.")
+@click.option("--to", "date_to", required=True, callback=_date, metavar="YYYY-MM-DD",
+              help="Last local day; contexts are made as of this day.")
+@click.option("--guild", type=int, default=None, help="Only this guild's partitions.")
+@click.option("--force", is_flag=True, help="Recompute even rows whose inputs did not change.")
+@click.option("--dry-run", is_flag=True, help="Say what would be computed (partition-days, calls); write nothing.")
+@click.pass_obj
+def replay_cmd(state: State, date_from, date_to, guild, force, dry_run):
+    """Recompute daily summaries for every day in a range, then historical summaries and contexts
+    as of the last day. Unchanged inputs cost nothing: a replay after a prompt or model change
+    redoes exactly the rows it touches.
+
+    Example: mempipe replay --from 2026-11-01 --to 2026-11-04 --dry-run
+    """
+    from .runner import execute
+
+    if date_to < date_from:
+        raise click.BadParameter(f"--to {date_to} is before --from {date_from}", param_hint="--to")
+    store = state.store()
+    rc = state.context(store, force=force, dry_run=dry_run)
+    bar, progress = _progress_bar("replay")
+    with bar:
+        result = asyncio.run(execute(rc, "replay", date_from, date_to, guild, progress))
+    _print_result(result, dry_run)
+
+
+@cli.command("runs")
+@click.option("--limit", default=20, show_default=True, help="How many of the newest runs.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def runs_cmd(state: State, limit, as_json):
+    """List pipeline runs, newest first: status, duration and counts. A failed run says why."""
+    rows = state.store().runs(limit)
+    for r in rows:
+        r["duration_s"] = round((r["finished_at"] - r["started_at"]).total_seconds(), 3) if r["finished_at"] else None
+    if as_json:
+        _echo_json(rows)
+        return
+    click.echo(f"{'id':>4} {'kind':6} {'status':7} {'range':23} {'secs':>7} {'p-days':>6} {'calls':>6} "
+               f"{'hits':>6} {'fallb':>5} {'errs':>4}")
+    for r in rows:
+        span = f"{r['date_from'] or 'today'}..{r['date_to'] or 'today'}"
+        click.echo(f"{r['id']:>4} {r['kind']:6} {r['status']:7} {span:23} {r['duration_s'] if r['duration_s'] is not None else '-':>7} "
+                   f"{r['partition_days']:>6} {r['summarizer_calls']:>6} {r['cache_hits']:>6} {r['fallbacks']:>5} "
+                   f"{r['errors']:>4}{'  ' + r['error'] if r['error'] else ''}{'  (dry run)' if r['dry_run'] else ''}")
+
+
+# ---------------------------------------------------------------- reading
+
+def _scope(_ctx, _param, value):
+    if value is None:
+        return None
+    try:
+        return str(parse_scope(value))
+    except MempipeError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+@cli.command("context")
+@click.option("--scope", required=True, callback=_scope, help="guild:<id>, channel:<id> or dm:<channel id>.")
+@click.option("--user", "user_id", required=True, type=int, help="User id.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def context_cmd(state: State, scope, user_id, as_json):
+    """Print the context a bot reads for USER in SCOPE (exit 1 if there is none).
+
+    Example: mempipe context --scope guild:1150000000000000001 --user 1160000000000000001
+    """
+    from .read import get_context
+
+    c = get_context(scope, user_id, store=state.store())
+    if c is None:
+        raise MempipeError(f"no context for user {user_id} in {scope} (has `mempipe run` been run since they spoke?)")
+    if as_json:
+        _echo_json(c.__dict__)
+    else:
+        click.echo(c.text)
+
+
+@cli.command("contexts")
+@click.option("--scope", callback=_scope, default=None, help="Only this scope.")
+@click.option("--user", "user_id", type=int, default=None, help="Only this user.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def contexts_cmd(state: State, scope, user_id, as_json):
+    """List context rows (all, or one scope's / one user's)."""
+    rows = state.store().contexts(scope, user_id)
+    if as_json:
+        _echo_json(rows)
+        return
+    for r in rows:
+        flag = " [degraded]" if r["degraded"] else ""
+        click.echo(f"== {r['scope']} user {r['user_id']} (as of {r['as_of_day']}){flag}")
+        click.echo(r["context"])
+
+
+# ---------------------------------------------------------------- facts
+
+@cli.group()
+def facts():
+    """Remember and forget facts about a user (per scope)."""
+
+
+_scope_opt = click.option("--scope", required=True, callback=_scope, help="guild:<id>, channel:<id> or dm:<channel id>.")
+_user_opt = click.option("--user", "user_id", required=True, type=int, help="User id.")
+
+
+@facts.command("remember")
+@_scope_opt
+@_user_opt
+@click.argument("text")
+@click.pass_obj
+def facts_remember(state: State, scope, user_id, text):
+    """Add a third-person fact about USER in SCOPE, and refresh their contexts.
+
+    Example: mempipe facts remember --scope guild:1 --user 42 "Ana studies statistics."
+    """
+    from .stages.facts import remember
+
+    store = state.store()
+    blob = asyncio.run(remember(state.context(store), scope, user_id, text))
+    click.echo(blob)
+
+
+@facts.command("forget")
+@_scope_opt
+@_user_opt
+@click.argument("text")
+@click.pass_obj
+def facts_forget(state: State, scope, user_id, text):
+    """Forget a fact: removed from the facts, scrubbed from every stored summary and context of
+    the user, and kept out of summaries made later. Exit 0 either way; prints whether it was found.
+
+    Example: mempipe facts forget --scope guild:1 --user 42 "statistics exam"
+    """
+    from .stages.facts import forget
+
+    store = state.store()
+    found = asyncio.run(forget(state.context(store), scope, user_id, text))
+    click.echo("forgotten" if found else "not found (recorded anyway: it will be kept out of future summaries)")
+
+
+@facts.command("show")
+@_scope_opt
+@_user_opt
+@click.pass_obj
+def facts_show(state: State, scope, user_id):
+    """Print the facts stored for USER in SCOPE."""
+    click.echo(state.store().facts(scope, user_id))
+
+
+def main() -> None:
+    cli(prog_name="mempipe")
+
+
+if __name__ == "__main__":
+    main()

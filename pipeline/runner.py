@@ -1,0 +1,109 @@
+"""Runs: `run` (bring everything up to date as of day 1) and `replay` (a date range).
+
+A run records a pipeline_runs row, commits per partition-day (a crash keeps finished work and
+a rerun resumes), and never holds one transaction for the whole run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from dataclasses import dataclass
+from typing import Callable
+
+from .calendar import HISTORY_DAYS, day_bounds, days_between
+from .errors import MempipeError
+from .stages.context import RunContext
+from .stages.daily import run_daily
+from .stages.historical import run_historical
+from .stages.merge import Day1For, run_merges
+
+log = logging.getLogger(__name__)
+Progress = Callable[[int, int], None]  # (done, total)
+# The widest UTC offsets in use (UTC-12 .. UTC+14) bound where a local day can fall.
+_WIDEST = dt.timedelta(hours=15)
+
+
+@dataclass
+class RunResult:
+    run_id: int
+    status: str
+    stats: object
+    plan: dict | None = None
+
+
+def _partitions(ctx: RunContext, first: dt.date, last: dt.date, guild_id: int | None) -> list[dict]:
+    start, _ = day_bounds(first, ctx.tz_for_guild(None))
+    _, end = day_bounds(last, ctx.tz_for_guild(None))
+    return ctx.store.partitions_between(start - _WIDEST, end + _WIDEST, guild_id)
+
+
+def _day1_for(ctx: RunContext, as_of: dt.date | None) -> Day1For:
+    if as_of is not None:
+        return lambda _guild: as_of
+    now = ctx.now()
+    return lambda guild: now.astimezone(ctx.tz_for_guild(guild)).date()
+
+
+async def bring_up_to_date(ctx: RunContext, daily_days: list[dt.date] | None, as_of: dt.date | None,
+                           guild_id: int | None = None, progress: Progress | None = None) -> dict:
+    """Daily summaries for `daily_days` (default: days 1-7 of each partition), then historical and
+    merge as of day 1 (`as_of`, default today in each guild's timezone). Returns the plan."""
+    day1_for = _day1_for(ctx, as_of)
+    if as_of is not None:
+        newest = as_of
+    else:  # today differs per timezone: take the widest span
+        newest = (ctx.now() + _WIDEST).date()
+    oldest_day1 = as_of if as_of is not None else (ctx.now() - _WIDEST).date()
+    first = min(daily_days[0] if daily_days else newest, oldest_day1 - dt.timedelta(days=HISTORY_DAYS))
+    parts = _partitions(ctx, first, newest, guild_id)
+
+    work: list[tuple[str, int | None, dt.date]] = []
+    for p in parts:
+        d1 = day1_for(p["guild_id"])
+        own_days = [d1 - dt.timedelta(days=i) for i in range(HISTORY_DAYS, -1, -1)]
+        days = sorted(set(own_days) | set(daily_days or []))
+        work.extend((p["partition"], p["guild_id"], d) for d in days if d <= d1)
+    plan = {"partition_days": 0, "daily_calls": 0}
+    total = len(work) + len(parts)
+    done = 0
+    for partition, guild, day in work:
+        status = await run_daily(ctx, partition, guild, day)
+        if status != "empty":
+            plan["partition_days"] += 1
+        if status in ("planned", "computed", "failed"):
+            plan["daily_calls"] += 1
+        done += 1
+        if progress:
+            progress(done, total)
+    for p in parts:
+        await run_historical(ctx, p["partition"], p["guild_id"], day1_for(p["guild_id"]))
+        done += 1
+        if progress:
+            progress(done, total)
+    scopes = [p["partition"] for p in parts]
+    if guild_id is None:
+        scopes += [s for s in ctx.store.context_scopes("dm:") if s not in scopes]
+        scopes += sorted({s["scope"] for s in ctx.store.facts_scopes()} - set(scopes))
+    await run_merges(ctx, scopes, day1_for)
+    return plan
+
+
+async def execute(ctx: RunContext, kind: str, date_from: dt.date | None, date_to: dt.date | None,
+                  guild_id: int | None = None, progress: Progress | None = None) -> RunResult:
+    """Record a pipeline_runs row around one run or replay; a failure is recorded with its cause."""
+    run_id = ctx.store.start_run(kind, date_from, date_to, guild_id, ctx.dry_run, ctx.now())
+    try:
+        if kind == "replay":
+            plan = await bring_up_to_date(ctx, days_between(date_from, date_to), date_to, guild_id, progress)
+        else:
+            plan = await bring_up_to_date(ctx, None, date_to, guild_id, progress)
+    except BaseException as exc:
+        reason = f"{exc.__class__.__name__}: {exc}" if not isinstance(exc, MempipeError) else str(exc)
+        try:
+            ctx.store.finish_run(run_id, "failed", ctx.stats.columns(), ctx.now(), error=reason)
+        except MempipeError:
+            log.error("could not record the failure of run %s", run_id)
+        raise
+    ctx.store.finish_run(run_id, "ok", ctx.stats.columns(), ctx.now())
+    return RunResult(run_id, "ok", ctx.stats, plan)

@@ -1,0 +1,58 @@
+"""What every stage gets: the store, the summarizer, settings, a clock and the run's counters."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import asdict, dataclass, field
+from zoneinfo import ZoneInfo
+
+from ..clock import Clock, system_clock
+from ..config import Settings
+from ..store import Store
+from ..summarize import Summarizer
+from ..summarize.base import Outcome
+
+
+@dataclass
+class RunStats:
+    partition_days: int = 0
+    summarizer_calls: int = 0
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    cache_hits: int = 0
+    fallbacks: int = 0
+    errors: int = 0
+    dropped_user_ids: int = 0
+    # not persisted as columns; reported by the CLI
+    daily_computed: int = 0
+    historical_computed: int = 0
+    contexts_written: int = 0
+
+    def record(self, outcome: Outcome) -> None:
+        self.summarizer_calls += outcome.usage.calls
+        self.prompt_tokens += outcome.usage.prompt_tokens
+        self.output_tokens += outcome.usage.output_tokens
+        self.fallbacks += outcome.usage.fallbacks
+        self.dropped_user_ids += outcome.dropped_user_ids
+
+    def columns(self) -> dict[str, int]:
+        keep = ("partition_days", "summarizer_calls", "prompt_tokens", "output_tokens", "cache_hits",
+                "fallbacks", "errors", "dropped_user_ids")
+        return {k: v for k, v in asdict(self).items() if k in keep}
+
+
+@dataclass
+class RunContext:
+    store: Store
+    summarizer: Summarizer
+    settings: Settings
+    clock: Clock = system_clock
+    stats: RunStats = field(default_factory=RunStats)
+    force: bool = False
+    dry_run: bool = False
+
+    def tz_for_guild(self, guild_id: int | None) -> ZoneInfo:
+        return self.settings.timezones.for_guild(guild_id)
+
+    def now(self) -> dt.datetime:
+        return self.clock()

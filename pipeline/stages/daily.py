@@ -1,0 +1,114 @@
+"""Daily stage: one summarizer call per (partition, local day) -> one row per active user."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+
+from ..calendar import day_bounds
+from ..errors import SummarizerError
+from ..hashing import input_hash
+from ..summarize.base import ChatLine, PartitionDay
+from ..summarize.text import scrub
+from .context import RunContext
+
+log = logging.getLogger(__name__)
+
+_USER_MENTION = re.compile(r"<@!?(\d+)>")
+_ROLE_MENTION = re.compile(r"<@&(\d+)>")
+_CHANNEL_MENTION = re.compile(r"<#(\d+)>")
+
+
+def mentioned_ids(text: str) -> set[int]:
+    return {int(m) for m in _USER_MENTION.findall(text)}
+
+
+def replace_mentions(text: str, names: dict[int, str]) -> str:
+    """`<@id>` -> `@Name`; ids never reach a summarizer."""
+    text = _USER_MENTION.sub(lambda m: "@" + names.get(int(m.group(1)), "someone"), text)
+    text = _ROLE_MENTION.sub("@role", text)
+    return _CHANNEL_MENTION.sub("#channel", text)
+
+
+def build_partition_day(ctx: RunContext, partition: str, guild_id: int | None, day: dt.date) -> PartitionDay | None:
+    """The summarizer's view of one partition-day, or None when nobody spoke."""
+    start, end = day_bounds(day, ctx.tz_for_guild(guild_id))
+    messages = ctx.store.messages_between(partition, start, end)
+    if not messages:
+        return None
+    reply_authors = ctx.store.authors_of(m["reply_to"] for m in messages if m["reply_to"])
+    wanted = {m["user_id"] for m in messages} | set(reply_authors.values())
+    for m in messages:
+        wanted |= mentioned_ids(m["text"])
+    names = ctx.store.member_names(guild_id or 0, wanted)
+    speakers: dict[int, str] = {}
+    for m in messages:  # a speaker with no members row gets a neutral label, never its id
+        if m["user_id"] not in speakers:
+            speakers[m["user_id"]] = names.get(m["user_id"], f"member {len(speakers) + 1}")
+    lines = tuple(
+        ChatLine(
+            message_id=m["message_id"],
+            user_id=m["user_id"],
+            name=speakers[m["user_id"]],
+            text=replace_mentions(m["text"], names),
+            ts=m["ts"],
+            reply_to_name=names.get(reply_authors.get(m["reply_to"], -1)) if m["reply_to"] else None,
+        )
+        for m in messages
+    )
+    return PartitionDay(partition, day, lines, dict(sorted(speakers.items())))
+
+
+def daily_input_hash(pd: PartitionDay, forgotten: dict[int, list[str]], fingerprint: str) -> str:
+    return input_hash(
+        "daily", pd.partition, pd.day, fingerprint,
+        sorted(pd.speakers.items()),
+        [(ln.message_id, ln.user_id, ln.ts, ln.text, ln.reply_to_name) for ln in pd.lines],
+        sorted((uid, facts) for uid, facts in forgotten.items() if uid in pd.speakers),
+    )
+
+
+async def run_daily(ctx: RunContext, partition: str, guild_id: int | None, day: dt.date) -> str:
+    """Bring one partition-day up to date. Returns 'empty', 'cached', 'planned' or 'computed'."""
+    pd = build_partition_day(ctx, partition, guild_id, day)
+    if pd is None:
+        return "empty"
+    ctx.stats.partition_days += 1
+    forgotten = ctx.store.forgotten(pd.speakers)
+    key = daily_input_hash(pd, forgotten, ctx.summarizer.fingerprint("daily"))
+    existing = ctx.store.partition_day(partition, day)
+    if existing is not None and existing["input_hash"] == key and not ctx.force:
+        ctx.stats.cache_hits += 1
+        return "cached"
+    if ctx.dry_run:
+        return "planned"
+    try:
+        outcome = await ctx.summarizer.daily(pd)
+    except SummarizerError as exc:
+        ctx.stats.errors += 1
+        log.warning("daily summary of %s %s failed: %s", partition, day, exc)
+        return "failed"
+    ctx.stats.record(outcome)
+    summaries: dict[int, str] = {}
+    dropped = 0
+    for uid, text in outcome.value.items():
+        if uid not in pd.speakers:  # the summarizer named someone who did not speak that day
+            dropped += 1
+            continue
+        summaries[uid] = scrub(text, forgotten.get(uid, []), pd.speakers[uid])
+    ctx.stats.dropped_user_ids += dropped
+    ctx.store.replace_daily(
+        {
+            "partition": partition, "day": day, "input_hash": key,
+            "message_count": len(pd.lines), "user_count": len(pd.speakers),
+            "summarizer": ctx.summarizer.kind,
+            "degraded": outcome.degraded_reason is not None,
+            "degraded_reason": outcome.degraded_reason,
+            "attempts": (existing["attempts"] + 1) if existing and existing["degraded"] else 1,
+        },
+        summaries,
+        ctx.now(),
+    )
+    ctx.stats.daily_computed += 1
+    return "computed"

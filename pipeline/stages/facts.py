@@ -1,0 +1,75 @@
+"""remember / forget: rewrite a user's facts blob through the summarizer, then refresh the
+contexts that read it. Forgetting also scrubs every stored summary and context of the user and
+is remembered, so summaries recomputed later from chat history leave the fact out too."""
+
+from __future__ import annotations
+
+import re
+
+from ..calendar import Scope, parse_scope
+from ..errors import InputError
+from ..summarize.text import clean, scrub
+from .context import RunContext
+from .merge import guild_of_partition, merge_one
+
+MAX_FACT_CHARS = 300
+# Facts are read by a bot before it answers: refuse text that tries to steer it.
+_INSTRUCTION_LIKE = re.compile(
+    r"\b(ignore (all |any )?(previous|prior|above)|system prompt|developer (message|mode)|"
+    r"you (must|should) (always|never)|always (reply|respond|answer)|api[ _-]?key|password)\b",
+    re.IGNORECASE,
+)
+
+
+def check_fact(fact: str) -> str:
+    fact = clean(fact)
+    if not fact:
+        raise InputError("facts", "fact", "the fact is empty")
+    if len(fact) > MAX_FACT_CHARS:
+        raise InputError("facts", "fact", f"the fact is {len(fact)} characters; keep it under {MAX_FACT_CHARS}")
+    if _INSTRUCTION_LIKE.search(fact):
+        raise InputError("facts", "fact", "this reads like an instruction or a secret, not a fact about the user")
+    return fact
+
+
+def _name(ctx: RunContext, scope: Scope, user_id: int) -> str:
+    guild = guild_of_partition(ctx, str(scope))
+    return ctx.store.member_names(guild or 0, [user_id]).get(user_id, "")
+
+
+async def _refresh_contexts(ctx: RunContext, user_id: int, scopes: list[str]) -> None:
+    for scope in scopes:
+        existing = ctx.store.context_full(scope, user_id)
+        if existing is not None:
+            as_of = existing["as_of_day"]
+        else:
+            as_of = ctx.now().astimezone(ctx.tz_for_guild(guild_of_partition(ctx, scope))).date()
+        await merge_one(ctx, parse_scope(scope), user_id, lambda _g, d=as_of: d)
+
+
+async def remember(ctx: RunContext, scope: str, user_id: int, fact: str) -> str:
+    sc = parse_scope(scope)
+    fact = check_fact(fact)
+    outcome = await ctx.summarizer.remember(ctx.store.facts(scope, user_id), fact)
+    ctx.stats.record(outcome)
+    ctx.store.write_facts(scope, user_id, outcome.value, ctx.now())
+    # Contexts that may read this scope's facts: the scope itself and every context of the user
+    # (merge_one applies the audience rule to decide which facts each may use).
+    await _refresh_contexts(ctx, user_id, sorted({str(sc)} | {r["scope"] for r in ctx.store.contexts(user_id=user_id)}))
+    return outcome.value
+
+
+async def forget(ctx: RunContext, scope: str, user_id: int, fact: str) -> bool:
+    sc = parse_scope(scope)
+    fact = clean(fact)
+    if not fact:
+        raise InputError("facts", "fact", "say what to forget")
+    name = _name(ctx, sc, user_id)
+    blob = ctx.store.facts(scope, user_id)
+    outcome = await ctx.summarizer.forget(blob, fact, name)
+    ctx.stats.record(outcome)
+    new_blob, found = outcome.value
+    scrubbed = ctx.store.write_facts(scope, user_id, new_blob, ctx.now(), forgotten=fact,
+                                     scrub=lambda text: scrub(text, [fact], name))
+    await _refresh_contexts(ctx, user_id, sorted({r["scope"] for r in ctx.store.contexts(user_id=user_id)}))
+    return found or scrubbed > 0

@@ -1,0 +1,50 @@
+"""Historical stage: per (partition, user, day 1), one summary of that user's days 2-7."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+
+from ..calendar import history_days
+from ..errors import SummarizerError
+from ..hashing import input_hash
+from ..summarize.text import scrub
+from .context import RunContext
+
+
+async def run_historical(ctx: RunContext, partition: str, guild_id: int | None, day1: dt.date) -> None:
+    first, last = history_days(day1)
+    per_user: dict[int, list[dict]] = defaultdict(list)
+    for row in ctx.store.dailies(partition, first, last):
+        per_user[row["user_id"]].append(row)
+    existing = ctx.store.historicals(partition, day1)
+    names = ctx.store.member_names(guild_id or 0, per_user)
+    forgotten = ctx.store.forgotten(per_user)
+    fingerprint = ctx.summarizer.fingerprint("historical")
+    for uid, rows in sorted(per_user.items()):
+        name = names.get(uid, "this member")
+        dailies = [(r["day"], r["summary"]) for r in rows]
+        key = input_hash("historical", partition, uid, name, fingerprint, dailies, forgotten.get(uid, []))
+        old = existing.get(uid)
+        if old is not None and old["input_hash"] == key and not ctx.force:
+            ctx.stats.cache_hits += 1
+            continue
+        if ctx.dry_run:
+            continue
+        try:
+            outcome = await ctx.summarizer.historical(name, dailies)
+        except SummarizerError:
+            ctx.stats.errors += 1
+            continue
+        ctx.stats.record(outcome)
+        ctx.store.upsert_historical({
+            "partition": partition, "user_id": uid, "day": day1,
+            "summary": scrub(outcome.value, forgotten.get(uid, []), name),
+            "input_hash": key, "source_days": len(dailies),
+            "degraded": outcome.degraded_reason is not None or any(r["degraded"] for r in rows),
+            "created_at": ctx.now(),
+        })
+        ctx.stats.historical_computed += 1
+    for uid in set(existing) - set(per_user):  # its dailies are gone (retention): so is it
+        if not ctx.dry_run:
+            ctx.store.delete_historical(partition, uid, day1)

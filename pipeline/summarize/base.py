@@ -1,0 +1,71 @@
+"""What the stages hand a summarizer and what they get back."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
+
+T = TypeVar("T")
+
+OPERATIONS = ("daily", "historical", "merge", "remember", "forget")
+
+
+@dataclass(frozen=True)
+class ChatLine:
+    """One message as the summarizer sees it: names, never raw ids, in its text."""
+
+    message_id: int
+    user_id: int
+    name: str
+    text: str
+    ts: dt.datetime
+    reply_to_name: str | None = None
+
+
+@dataclass(frozen=True)
+class PartitionDay:
+    partition: str
+    day: dt.date
+    lines: tuple[ChatLine, ...]
+    speakers: dict[int, str]  # user_id -> display name
+
+
+@dataclass
+class Usage:
+    calls: int = 0          # summarizer operations performed
+    llm_calls: int = 0      # requests sent to a model (0 for extractive)
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    retries: int = 0
+    fallbacks: int = 0
+
+    def add(self, other: "Usage") -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+@dataclass
+class Outcome(Generic[T]):
+    value: T
+    usage: Usage = field(default_factory=lambda: Usage(calls=1))
+    degraded_reason: str | None = None  # set when a fallback produced the value
+    dropped_user_ids: int = 0
+
+
+class Summarizer(Protocol):
+    kind: str
+
+    def fingerprint(self, operation: str) -> str:
+        """Identifies everything besides the data that shapes an operation's output
+        (kind, model, prompt template hash, length targets). Part of every input hash."""
+
+    async def daily(self, partition_day: PartitionDay) -> Outcome[dict[int, str]]: ...
+
+    async def historical(self, name: str, dailies: list[tuple[dt.date, str]]) -> Outcome[str]: ...
+
+    async def merge(self, name: str, facts: str, day1: str, historical: str) -> Outcome[str]: ...
+
+    async def remember(self, blob: str, fact: str) -> Outcome[str]: ...
+
+    async def forget(self, blob: str, fact: str, subject: str = "") -> Outcome[tuple[str, bool]]: ...

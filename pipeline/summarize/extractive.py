@@ -1,0 +1,99 @@
+"""The offline summarizer: no network, deterministic. It quotes each user's most salient
+sentences within the configured length budget (extractive summarisation), so nothing is
+invented and nothing crosses users."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+
+from ..hashing import input_hash
+from .base import Outcome, PartitionDay, Usage
+from .prompts import template_hash
+from .text import clean, mentions_fact, pick, salience, sentences, shorten
+
+ALGORITHM_VERSION = "extractive-1"
+SEP = " · "
+
+
+def _quote(s: str) -> str:
+    return f"“{s}”"
+
+
+def _quoted_list(candidates: list[str], budget: int) -> str:
+    # Leave room for the quotes and separators around each sentence.
+    cut = [shorten(c, max(budget - 4, 20)) for c in candidates]
+    idx = pick(cut, budget, sep_len=len(SEP) + 2)
+    return SEP.join(_quote(cut[i]) for i in idx)
+
+
+class ExtractiveSummarizer:
+    kind = "extractive"
+
+    def __init__(self, lengths):
+        self.lengths = lengths
+
+    def fingerprint(self, operation: str) -> str:
+        return input_hash(ALGORITHM_VERSION, operation, template_hash(operation), self.lengths.model_dump())[:24]
+
+    @staticmethod
+    def _usage() -> Usage:
+        return Usage(calls=1)
+
+    async def daily(self, partition_day: PartitionDay) -> Outcome[dict[int, str]]:
+        per_user: dict[int, list[str]] = defaultdict(list)
+        for line in partition_day.lines:
+            per_user[line.user_id].extend(sentences(line.text))
+        budget = self.lengths.daily_chars
+        out: dict[int, str] = {}
+        for uid, name in sorted(partition_day.speakers.items()):
+            label = f"{name}: "
+            quoted = _quoted_list(per_user.get(uid, []), budget - len(label))
+            if not quoted:  # only chatter: still record that they were there
+                count = sum(1 for ln in partition_day.lines if ln.user_id == uid)
+                quoted = f"was present ({count} short message{'s' if count != 1 else ''})"
+            out[uid] = label + quoted
+        return Outcome(out, self._usage())
+
+    async def historical(self, name: str, dailies: list[tuple[dt.date, str]]) -> Outcome[str]:
+        candidates: list[str] = []
+        for _day, text in sorted(dailies, key=lambda d: d[0], reverse=True):  # newest first wins ties
+            body = text.split(": ", 1)[1] if text.startswith(f"{name}: ") else text
+            candidates.extend(s for s in sentences(body) if not s.startswith("was present ("))
+        label = f"Past week ({len(dailies)} active day{'s' if len(dailies) != 1 else ''}): "
+        quoted = _quoted_list(candidates, self.lengths.historical_chars - len(label))
+        return Outcome(label + (quoted or "only brief chatter"), self._usage())
+
+    async def merge(self, name: str, facts: str, day1: str, historical: str) -> Outcome[str]:
+        budget = self.lengths.context_chars
+        parts: list[str] = []
+        if facts:
+            parts.append("Facts: " + " ".join(clean(f) for f in facts.splitlines() if f.strip()))
+        if day1:
+            parts.append("Today: " + "\n".join(day1.splitlines()))
+        if historical:
+            parts.append(historical if historical.startswith("Past week") else "Past week: " + historical)
+        text = ""
+        for part in parts:  # facts first, then today, then history, each cut to what is left
+            room = budget - len(text) - (1 if text else 0)
+            if room < 24:
+                break
+            text += ("\n" if text else "") + shorten(part, room)
+        return Outcome(text, self._usage())
+
+    async def remember(self, blob: str, fact: str) -> Outcome[str]:
+        fact = clean(fact)
+        if fact and fact[-1] not in ".!?":
+            fact += "."
+        lines = [ln for ln in blob.splitlines() if ln.strip()]
+        if not any(clean(ln).lower() == fact.lower() for ln in lines):
+            lines.append(fact)
+        return Outcome("\n".join(lines), self._usage())
+
+    async def forget(self, blob: str, fact: str, subject: str = "") -> Outcome[tuple[str, bool]]:
+        lines = [ln for ln in blob.splitlines() if ln.strip()]
+        kept = [ln for ln in lines if not mentions_fact(ln, fact, subject)]
+        return Outcome(("\n".join(kept), len(kept) != len(lines)), self._usage())
+
+
+__all__ = ["ExtractiveSummarizer", "salience"]

@@ -1,0 +1,123 @@
+"""Sentence splitting, salience, and fact matching shared by the extractive summarizer and the
+forget path. Deterministic: same input, same output, on every machine."""
+
+from __future__ import annotations
+
+import re
+
+STOPWORDS = frozenset("""
+a about after again all also am an and any are as at be because been before being but by can
+could did do does doing don't for from had has have having he her here hers him his how i i'm if
+in into is it it's its just me more most my no not now of off on once only or other our out over
+own same she so some such than that the their them then there these they this those through to
+too under until up very was we were what when where which while who why will with would you your
+yes yeah ok okay lol haha hey hi hello thanks thank oh um uh gonna wanna got get
+""".split())
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+|\s+·\s+")
+_TOKEN = re.compile(r"[\w']+", re.UNICODE)
+_SPACE = re.compile(r"\s+")
+
+
+def clean(text: str) -> str:
+    return _SPACE.sub(" ", text).strip()
+
+
+def sentences(text: str) -> list[str]:
+    out = []
+    for part in _SENTENCE_END.split(text):
+        part = clean(part).strip("“”\"")
+        part = clean(part)
+        if part:
+            out.append(part)
+    return out
+
+
+def tokens(text: str) -> list[str]:
+    return [t.lower() for t in _TOKEN.findall(text)]
+
+
+def content_tokens(text: str) -> list[str]:
+    return [t for t in tokens(text) if t not in STOPWORDS and (len(t) > 2 or t.isdigit())]
+
+
+def salience(sentence: str) -> float:
+    """Rough information content: distinct content words, plus a bonus for what a memory wants
+    (self-disclosure, numbers, names), minus chatter."""
+    words = content_tokens(sentence)
+    if not words:
+        return 0.0
+    score = len(set(words)) * 1.0
+    lowered = sentence.lower()
+    if re.search(r"\b(i'm|i am|i've|my|i will|i'll|i was)\b", lowered):
+        score += 2.0
+    if re.search(r"\d", sentence):
+        score += 1.0
+    score += 0.5 * sum(1 for w in sentence.split()[1:] if w[:1].isupper())
+    if len(words) < 3:
+        score *= 0.5
+    return score
+
+
+def shorten(sentence: str, limit: int) -> str:
+    if len(sentence) <= limit:
+        return sentence
+    cut = sentence[: max(limit - 1, 1)].rsplit(" ", 1)[0]
+    return (cut or sentence[: limit - 1]) + "…"
+
+
+def pick(candidates: list[str], budget: int, *, sep_len: int = 3, min_score: float = 0.0) -> list[int]:
+    """Indices of the most salient candidates whose total length fits the budget, in input order."""
+    ranked = sorted(range(len(candidates)), key=lambda i: (-salience(candidates[i]), i))
+    chosen, used, seen = [], 0, set()
+    for i in ranked:
+        key = " ".join(content_tokens(candidates[i]))
+        if key in seen or salience(candidates[i]) <= min_score:
+            continue
+        cost = len(candidates[i]) + (sep_len if chosen else 0)
+        if used + cost > budget:
+            continue
+        chosen.append(i)
+        seen.add(key)
+        used += cost
+    return sorted(chosen)
+
+
+def mentions_fact(sentence: str, fact: str, subject: str = "") -> bool:
+    """True when the sentence states the fact: every content word of the fact appears in the
+    sentence as a whole word (so "ban" never matches "band"), or the texts are equal. Words of
+    the subject's own name are not required: "Ana is in CET" matches Ana's "I'm in CET"."""
+    fact_words = set(content_tokens(fact)) or set(tokens(fact))
+    reduced = fact_words - set(tokens(subject))
+    fact_words = reduced or fact_words
+    if not fact_words:
+        return False
+    if clean(sentence).lower() == clean(fact).lower():
+        return True
+    return fact_words <= set(tokens(sentence))
+
+
+def scrub(text: str, facts: list[str], subject: str = "") -> str:
+    """Remove every sentence of `text` that states one of `facts`, keeping the rest's layout."""
+    if not facts or not text:
+        return text
+    lines = []
+    for line in text.split("\n"):
+        # A leading label ("Ana: ", "Today: ") is kept even when its first sentence goes.
+        label_match = re.match(r"^([^:“\n]{1,80}:\s+)(?=\S)", line)
+        label = label_match.group(1) if label_match else ""
+        line = line[len(label):]
+        parts = re.split(r"((?<=[.!?])\s+|\s+·\s+)", line)
+        kept: list[str] = []
+        for i in range(0, len(parts), 2):
+            piece = parts[i]
+            if piece and any(mentions_fact(piece, f, subject) for f in facts):
+                continue
+            if kept and i > 0:
+                kept.append(parts[i - 1])
+            kept.append(piece)
+        new = "".join(kept).strip()
+        new = re.sub(r"^(·\s*)+|(\s*·)+$", "", new).strip()
+        if new:
+            lines.append(label + new)
+    return "\n".join(lines)
