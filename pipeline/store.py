@@ -36,6 +36,14 @@ from .errors import StoreError
 UTC = dt.timezone.utc
 
 
+def _hashable(value: Any) -> Any:
+    if isinstance(value, (dict, list)):
+        import json
+
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return value
+
+
 def _insert_for(conn: Connection):
     if conn.dialect.name == "postgresql":
         from sqlalchemy.dialects.postgresql import insert
@@ -427,7 +435,7 @@ class Store:
         table = {t.name: t for t in DERIVED_TABLES}[table_name]
         q = sa.select(table).order_by(*table.primary_key.columns)
         with self.engine.connect() as conn:
-            return [tuple(r) for r in conn.execute(q)]
+            return [tuple(_hashable(v) for v in r) for r in conn.execute(q)]
 
     @_wrap("counting rows")
     def table_counts(self) -> dict[str, int]:
