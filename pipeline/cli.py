@@ -36,7 +36,9 @@ class State:
         return self._settings
 
     def store(self, check_schema: bool = True) -> Store:
-        return Store.open(self.settings.database_url, check_schema=check_schema)
+        store = Store.open(self.settings.database_url, check_schema=check_schema)
+        click.get_current_context().call_on_close(store.close)  # release pooled connections
+        return store
 
     def context(self, store: Store, *, force: bool = False, dry_run: bool = False):
         from .stages.context import RunContext

@@ -77,7 +77,10 @@ class Store:
         if check_schema:
             try:
                 require_current(store.engine)
-            except sa.exc.SQLAlchemyError as exc:
+            except BaseException as exc:
+                store.close()
+                if not isinstance(exc, sa.exc.SQLAlchemyError):
+                    raise
                 raise StoreError(f"cannot open database {store.safe_url}: {getattr(exc, 'orig', None) or exc}") from exc
         return store
 

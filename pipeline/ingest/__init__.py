@@ -1,0 +1,25 @@
+"""Ingest: chat messages in, chat_history / members / channels rows out.
+
+- `MessageIn`: one validated message (the contract every importer produces).
+- `ingest_messages(store, rows, settings)`: write MessageIn objects or dicts from Python.
+- `import_files(store, paths, settings, fmt=...)`: JSONL files (`jsonl.py`) and
+  DiscordChatExporter JSON exports (`discord.py`).
+
+Each call is one transaction: a bad row writes nothing and raises InputError naming the file
+and the line or message id. Re-importing is idempotent by message id; a newer edit replaces the
+text.
+"""
+
+from .importer import BATCH_SIZE, IngestReport, detect_format, import_files, ingest_messages
+from .model import MessageIn, parse_id, parse_timestamp
+
+__all__ = [
+    "BATCH_SIZE",
+    "IngestReport",
+    "MessageIn",
+    "detect_format",
+    "import_files",
+    "ingest_messages",
+    "parse_id",
+    "parse_timestamp",
+]

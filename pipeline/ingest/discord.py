@@ -1,0 +1,164 @@
+"""DiscordChatExporter JSON import (the exporter's JsonMessageWriter layout).
+
+Root: guild{id,name}, channel{id,type,name}, messages[{id, type, timestamp, timestampEdited,
+content, author{id,name,nickname,isBot}, attachments[{fileName}], stickers[{name}],
+reference{messageId}}].
+
+Mapping:
+- DirectTextChat / DirectGroupTextChat -> visibility dm, guild_id None (the export says guild
+  "0"), is_group for DirectGroupTextChat.
+- GuildPrivateThread -> restricted (only invited members can read it).
+- every other channel type -> public, or restricted when the caller says so.
+- skipped (yielded as None): system messages (any type but Default/Reply), bot authors unless
+  include_bots, and messages with no content, attachments or stickers.
+- attachment-only messages read "[attachment: farm.png]"; attachments next to text are appended.
+- user_name = author.nickname or author.name; reply_to = reference.messageId of a Reply;
+  edited_ts = timestampEdited. Timestamps keep the exporter's offset (the store converts to UTC).
+
+Ids stay strings here: MessageIn parses them as 64-bit integers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Iterator
+
+from ..errors import InputError
+from .model import parse_id
+
+DM_TYPES = {"DirectTextChat": False, "DirectGroupTextChat": True}  # type -> is_group
+PRIVATE_TYPES = {"GuildPrivateThread"}
+MESSAGE_TYPES = {"Default", "Reply"}
+GUILD_VISIBILITIES = (None, "public", "restricted")
+
+
+def read_discord(
+    path: str | os.PathLike, *, visibility: str | None = None, include_bots: bool = False
+) -> Iterator[tuple[str, dict[str, Any] | None]]:
+    """Yield ("message <id>", row) per exported message; row is None for a skipped message
+    (system, bot, empty). InputError on anything that is not a readable export."""
+    if visibility not in GUILD_VISIBILITIES:
+        raise ValueError(f"visibility for a Discord export must be public or restricted, not {visibility!r}")
+    source = os.fspath(path)
+    doc = _load(source)
+
+    guild = _section(doc, "guild", source)
+    channel = _section(doc, "channel", source)
+    messages = doc.get("messages")
+    if not isinstance(messages, list):
+        raise InputError(source, "top level", "not a DiscordChatExporter JSON export: no messages array")
+
+    channel_type = _field(channel, "type", source, "channel")
+    channel_id = _checked_id(_field(channel, "id", source, "channel"), source, "channel", "id")
+    channel_name = channel.get("name")
+    if channel_type in DM_TYPES:
+        vis, guild_id, is_group = "dm", None, DM_TYPES[channel_type]
+    else:
+        guild_id = _checked_id(_field(guild, "id", source, "guild"), source, "guild", "id")
+        if guild_id == 0:
+            raise InputError(source, "guild", f"guild id 0 is for direct messages, but the channel type is {channel_type}")
+        if channel_type in PRIVATE_TYPES:
+            vis = "restricted"
+        else:
+            vis = visibility or "public"
+        is_group = False
+
+    for index, msg in enumerate(messages):
+        if not isinstance(msg, dict):
+            raise InputError(source, f"messages[{index}]", "expected a message object")
+        raw_id = msg.get("id")
+        where = f"message {raw_id}" if isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool) else f"messages[{index}]"
+        if raw_id is None:
+            raise InputError(source, where, "missing field id")
+
+        mtype = _field(msg, "type", source, where)
+        if mtype not in MESSAGE_TYPES:
+            yield where, None  # system message: join, pin, call, rename, ...
+            continue
+        author = msg.get("author")
+        if not isinstance(author, dict):
+            raise InputError(source, where, "missing field author")
+        if author.get("isBot") and not include_bots:
+            yield where, None
+            continue
+
+        text = _text(msg, source, where)
+        if not text.strip():
+            yield where, None
+            continue
+
+        reply_to = None
+        if mtype == "Reply":
+            reference = msg.get("reference")
+            if isinstance(reference, dict):
+                reply_to = reference.get("messageId")
+
+        yield where, {
+            "message_id": raw_id,
+            "guild_id": guild_id,
+            "channel_id": channel_id,
+            "visibility": vis,
+            "is_group": is_group,
+            "channel_name": channel_name,
+            "user_id": _field(author, "id", source, where, "author."),
+            "user_name": author.get("nickname") or _field(author, "name", source, where, "author."),
+            "text": text,
+            "ts": _field(msg, "timestamp", source, where),
+            "edited_ts": msg.get("timestampEdited"),
+            "reply_to": reply_to,
+        }
+
+
+def _load(source: str) -> dict[str, Any]:
+    try:
+        with open(source, "rb") as fh:
+            doc = json.load(fh)
+    except OSError as exc:
+        raise InputError(source, "cannot open", exc.strerror or str(exc)) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(source, "top level", f"not UTF-8 text ({exc.reason})") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(source, f"line {exc.lineno}", f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+    if not isinstance(doc, dict):
+        raise InputError(source, "top level", "not a DiscordChatExporter JSON export: expected an object")
+    return doc
+
+
+def _text(msg: dict[str, Any], source: str, where: str) -> str:
+    content = msg.get("content") or ""
+    if not isinstance(content, str):
+        raise InputError(source, where, f"content: expected text, got {type(content).__name__}")
+    markers = []
+    for att in msg.get("attachments") or ():
+        if isinstance(att, dict):
+            markers.append(f"[attachment: {att.get('fileName') or 'file'}]")
+    for sticker in msg.get("stickers") or ():
+        if isinstance(sticker, dict):
+            markers.append(f"[sticker: {sticker.get('name') or 'sticker'}]")
+    if not markers:
+        return content
+    if not content.strip():
+        return " ".join(markers)
+    return content + "\n" + " ".join(markers)
+
+
+def _section(doc: dict[str, Any], key: str, source: str) -> dict[str, Any]:
+    value = doc.get(key)
+    if not isinstance(value, dict):
+        raise InputError(source, "top level", f"not a DiscordChatExporter JSON export: no {key} object")
+    return value
+
+
+def _field(obj: dict[str, Any], key: str, source: str, where: str, prefix: str = "") -> Any:
+    value = obj.get(key)
+    if value is None:
+        raise InputError(source, where, f"missing field {prefix}{key}")
+    return value
+
+
+def _checked_id(value: Any, source: str, where: str, key: str) -> int:
+    try:
+        return parse_id(value)
+    except ValueError as exc:
+        raise InputError(source, where, f"{key}: {exc}") from None

@@ -1,0 +1,47 @@
+"""JSONL import: one message per line.
+
+Keys: message_id, guild_id (null for DM), channel_id, visibility (public|restricted|dm), user_id,
+user_name, text, ts (ISO-8601 with offset), and optionally reply_to, edited_ts, is_group,
+channel_name. Blank lines are ignored. Rows are validated later, as MessageIn.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Iterator
+
+from ..errors import InputError
+
+
+def read_jsonl(path: str | os.PathLike) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Yield ("line N", row) for every non-blank line; InputError on unreadable or non-object lines."""
+    source = os.fspath(path)
+    try:
+        fh = open(path, encoding="utf-8-sig", newline=None)
+    except OSError as exc:
+        raise InputError(source, "cannot open", exc.strerror or str(exc)) from None
+    with fh:
+        lineno = 0
+        while True:
+            try:
+                line = fh.readline()
+            except UnicodeDecodeError as exc:
+                raise InputError(source, f"line {lineno + 1}", f"not UTF-8 text ({exc.reason})") from None
+            if not line:
+                return
+            lineno += 1
+            if not line.strip():
+                continue
+            where = f"line {lineno}"
+            try:
+                row = json.loads(line.rstrip("\r\n"))
+            except json.JSONDecodeError as exc:
+                raise InputError(source, where, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+            if not isinstance(row, dict):
+                raise InputError(source, where, f"expected a JSON object (one message), got {_kind(row)}")
+            yield where, row
+
+
+def _kind(value: Any) -> str:
+    return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(value), "a number")
