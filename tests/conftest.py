@@ -79,5 +79,9 @@ def sqlite_store(tmp_path):
 
 
 @pytest.fixture
-def settings():
+def settings(monkeypatch):
+    """Default settings, unaffected by the developer's own MEMPIPE_* environment."""
+    for name in list(os.environ):
+        if name.startswith("MEMPIPE_"):
+            monkeypatch.delenv(name)
     return load_settings()

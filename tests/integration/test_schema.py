@@ -1,0 +1,67 @@
+"""The migrations in sql/ and the Core table descriptions in pipeline/db/tables.py agree, on
+every database; migrations are idempotent and recorded; file names follow the rule."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import sqlalchemy as sa
+
+from pipeline.db.migrations import MIGRATIONS_DIR, discover, pending_migrations, split_statements
+from pipeline.db.tables import metadata
+from pipeline.errors import SchemaError
+from pipeline.store import Store
+
+
+def test_migrations_match_table_descriptions(store):
+    inspector = sa.inspect(store.engine)
+    tables = set(inspector.get_table_names())
+    assert set(metadata.tables) | {"schema_migrations"} == tables
+    for table in metadata.sorted_tables:
+        reflected = {c["name"]: c for c in inspector.get_columns(table.name)}
+        assert list(reflected) == [c.name for c in table.columns], table.name
+        for column in table.columns:
+            if column.primary_key:
+                continue  # SQLite reports INTEGER PRIMARY KEY as nullable; the PK check covers it
+            assert reflected[column.name]["nullable"] == column.nullable, (table.name, column.name)
+        pk = inspector.get_pk_constraint(table.name)["constrained_columns"]
+        assert pk == [c.name for c in table.primary_key.columns], table.name
+
+
+def test_ids_are_bigint_on_postgresql(store):
+    if store.dialect != "postgresql":
+        pytest.skip("type check for PostgreSQL only")
+    inspector = sa.inspect(store.engine)
+    for table in ("chat_history", "members", "daily_summaries", "memory_context"):
+        for col in inspector.get_columns(table):
+            if col["name"].endswith("_id") or col["name"] in ("reply_to", "guild_key"):
+                assert isinstance(col["type"], sa.BigInteger), (table, col["name"], col["type"])
+
+
+def test_upgrade_is_idempotent_and_recorded(store):
+    assert store.upgrade() == []
+    assert pending_migrations(store.engine) == []
+    with store.engine.connect() as conn:
+        versions = conn.execute(sa.text("SELECT version FROM schema_migrations ORDER BY version")).scalars().all()
+    assert versions == [m.version for m in discover(store.dialect)]
+
+
+def test_unmigrated_database_is_refused_with_advice(tmp_path):
+    with pytest.raises(SchemaError, match="mempipe db upgrade"):
+        Store.open(f"sqlite:///{tmp_path}/empty.db")
+
+
+def test_migration_file_names():
+    names = sorted(p.name for p in MIGRATIONS_DIR.glob("*.sql"))
+    assert names
+    for name in names:
+        assert re.fullmatch(r"\d{4}_[a-z0-9_]+(\.(sqlite|postgresql))?\.sql", name), name
+    for dialect in ("sqlite", "postgresql"):
+        versions = [m.version for m in discover(dialect)]
+        assert versions == list(range(1, len(versions) + 1)), f"{dialect}: gaps in {versions}"
+
+
+def test_split_statements_ignores_comments():
+    sql = "-- a comment; with a semicolon\nCREATE TABLE a (x INT);  -- trailing\nCREATE TABLE b (y INT);\n"
+    assert split_statements(sql) == ["CREATE TABLE a (x INT)", "CREATE TABLE b (y INT)"]

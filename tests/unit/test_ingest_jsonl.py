@@ -1,0 +1,227 @@
+"""JSONL import: parsing and validation, against a recording store (no database)."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+
+import pytest
+
+from pipeline.config import load_settings
+from pipeline.errors import InputError
+from pipeline.ingest import IngestReport, detect_format, import_files, ingest_messages
+from pipeline.ingest.jsonl import read_jsonl
+
+UTC = dt.timezone.utc
+
+
+class RecordingStore:
+    """The four store methods ingest uses; remembers what it was asked to write."""
+
+    def __init__(self):
+        self.messages, self.members, self.channels, self.transactions = [], [], [], 0
+
+    @contextlib.contextmanager
+    def transaction(self):
+        self.transactions += 1
+        yield None
+
+    def write_messages(self, conn, rows):
+        self.messages.extend(rows)
+
+    def write_members(self, conn, rows):
+        self.members.extend(rows)
+
+    def write_channels(self, conn, rows):
+        self.channels.extend(rows)
+
+    def stored_channels(self, conn, channel_ids):
+        return {}
+
+
+@pytest.fixture
+def settings(monkeypatch):
+    for name in list(os.environ):
+        if name.startswith("MEMPIPE_"):
+            monkeypatch.delenv(name)
+    return load_settings()
+
+
+def row(**overrides):
+    base = {
+        "message_id": 1190000000000000001, "guild_id": 1150000000000000001, "channel_id": 1170000000000000010,
+        "visibility": "public", "user_id": 1160000000000000001, "user_name": "Ana",
+        "text": "hello", "ts": "2026-11-02T18:22:10+00:00",
+    }
+    base.update(overrides)
+    return {k: v for k, v in base.items() if v is not ...}
+
+
+def write_jsonl(path, rows, blank_lines=False):
+    lines = [json.dumps(r) if isinstance(r, dict) else r for r in rows]
+    sep = "\n\n" if blank_lines else "\n"
+    path.write_text(sep.join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def import_error(tmp_path, settings, bad_line: str | dict) -> InputError:
+    path = write_jsonl(tmp_path / "in.jsonl", [row(), row(message_id=2), bad_line, row(message_id=4)])
+    store = RecordingStore()
+    with pytest.raises(InputError) as err:
+        import_files(store, [path], settings)
+    assert err.value.source == str(path)
+    assert err.value.where == "line 3"
+    return err.value
+
+
+def test_reads_lines_and_ignores_blank_ones(tmp_path, settings):
+    path = write_jsonl(tmp_path / "in.jsonl", [row(), row(message_id=2, reply_to="1190000000000000001",
+                                                       edited_ts="2026-11-02T19:00:00+01:00")], blank_lines=True)
+    assert [w for w, _ in read_jsonl(path)] == ["line 1", "line 3"]
+    store = RecordingStore()
+    report = import_files(store, [path], settings)
+    assert report == IngestReport(read=2, written=2, skipped=0, cut=0)
+    assert store.transactions == 1
+    first, second = store.messages
+    assert first["partition"] == "guild:1150000000000000001"
+    assert first["ts"] == dt.datetime(2026, 11, 2, 18, 22, 10, tzinfo=UTC)
+    assert second["reply_to"] == 1190000000000000001
+    assert second["edited_ts"] == dt.datetime(2026, 11, 2, 18, 0, tzinfo=UTC)
+    assert store.members == [{"guild_key": 1150000000000000001, "user_id": 1160000000000000001,
+                              "display_name": "Ana", "seen_at": first["ts"]}]
+    assert store.channels == [{"channel_id": 1170000000000000010, "guild_id": 1150000000000000001,
+                               "visibility": "public", "partition": "guild:1150000000000000001",
+                               "is_group": False, "name": None}]
+
+
+def test_missing_field(tmp_path, settings):
+    err = import_error(tmp_path, settings, row(message_id=3, user_id=...))
+    assert err.what == "missing field user_id"
+
+
+def test_bad_timestamp(tmp_path, settings):
+    err = import_error(tmp_path, settings, row(message_id=3, ts="2026-13-45 noon"))
+    assert err.what.startswith("ts: bad timestamp '2026-13-45 noon'")
+
+
+def test_naive_timestamp(tmp_path, settings):
+    err = import_error(tmp_path, settings, row(message_id=3, ts="2026-11-02T18:22:10"))
+    assert "timestamp '2026-11-02T18:22:10' has no UTC offset" in err.what
+
+
+def test_naive_edited_timestamp(tmp_path, settings):
+    err = import_error(tmp_path, settings, row(message_id=3, edited_ts="2026-11-02T18:22:10"))
+    assert err.what.startswith("edited_ts: timestamp")
+
+
+def test_unknown_visibility(tmp_path, settings):
+    err = import_error(tmp_path, settings, row(message_id=3, visibility="secret"))
+    assert "unknown visibility 'secret'" in err.what
+
+
+@pytest.mark.parametrize("bad", ["12.5", 12.5, 12.0, "12.0", "-5", -5, True, "0x1f", " 12", 2**63, str(2**64)])
+def test_id_not_an_integer(tmp_path, settings, bad):
+    err = import_error(tmp_path, settings, row(message_id=bad))
+    assert err.what.startswith("message_id: id not an integer")
+
+
+def test_big_ids_are_exact(tmp_path, settings):
+    path = write_jsonl(tmp_path / "in.jsonl", [row(message_id=str(2**63 - 1), user_id=2**63 - 1)])
+    store = RecordingStore()
+    import_files(store, [path], settings)
+    assert store.messages[0]["message_id"] == 2**63 - 1 and store.messages[0]["user_id"] == 2**63 - 1
+
+
+def test_dm_needs_null_guild_and_public_needs_a_guild(tmp_path, settings):
+    err = import_error(tmp_path, settings, row(message_id=3, visibility="dm"))
+    assert "a dm message has no guild" in err.what
+    err = import_error(tmp_path, settings, row(message_id=3, guild_id=None))
+    assert "a public message needs a guild_id" in err.what
+
+
+def test_invalid_json(tmp_path, settings):
+    err = import_error(tmp_path, settings, '{"message_id": 3,')
+    assert err.what.startswith("invalid JSON")
+
+
+def test_not_an_object(tmp_path, settings):
+    err = import_error(tmp_path, settings, "[1, 2]")
+    assert err.what == "expected a JSON object (one message), got an array"
+
+
+def test_several_problems_are_named_together(tmp_path, settings):
+    err = import_error(tmp_path, settings, row(message_id="12.5", ts=...))
+    assert err.what == "message_id: id not an integer: '12.5'; missing field ts"
+
+
+def test_long_text_is_cut_not_rejected(tmp_path):
+    settings = load_settings(max_message_chars=20)
+    path = write_jsonl(tmp_path / "in.jsonl", [row(text="x" * 21), row(message_id=2, text="y" * 20)])
+    store = RecordingStore()
+    report = import_files(store, [path], settings)
+    assert report == IngestReport(read=2, written=2, skipped=0, cut=1)
+    assert store.messages[0]["text"] == "x" * 19 + "…"
+    assert len(store.messages[0]["text"]) == 20
+    assert store.messages[1]["text"] == "y" * 20
+
+
+def test_empty_text_is_skipped(tmp_path, settings):
+    path = write_jsonl(tmp_path / "in.jsonl", [row(text="  "), row(message_id=2)])
+    store = RecordingStore()
+    assert import_files(store, [path], settings) == IngestReport(read=2, written=1, skipped=1, cut=0)
+
+
+def test_one_channel_cannot_have_two_visibilities(tmp_path, settings):
+    err = import_error(tmp_path, settings, row(message_id=3, visibility="restricted"))
+    assert "channel 1170000000000000010 is restricted" in err.what
+    assert "public in guild 1150000000000000001 (partition guild:1150000000000000001) at line 1" in err.what
+
+
+def test_duplicate_ids_in_one_batch_are_merged_like_the_store_would(tmp_path, settings):
+    path = write_jsonl(tmp_path / "in.jsonl", [
+        row(text="v1"),
+        row(text="v3", edited_ts="2026-11-02T18:30:00+00:00", user_name="Ana B"),
+        row(text="v2", edited_ts="2026-11-02T18:25:00+00:00"),  # older edit: ignored
+    ])
+    store = RecordingStore()
+    import_files(store, [path], settings)
+    assert [m["text"] for m in store.messages] == ["v3"]
+    assert [m["display_name"] for m in store.members] == ["Ana"]  # same seen_at: the last one wins
+    assert len(store.channels) == 1
+
+
+def test_batches_and_progress(tmp_path, settings, monkeypatch):
+    monkeypatch.setattr("pipeline.ingest.importer.BATCH_SIZE", 2)
+    path = write_jsonl(tmp_path / "in.jsonl", [row(message_id=i) for i in range(1, 6)])
+    store = RecordingStore()
+    seen = []
+    import_files(store, [path], settings, progress=seen.append)
+    assert seen == [2, 2, 1]  # steps: messages read since the last call
+    assert len(store.messages) == 5 and len(store.channels) == 3  # one channel row per batch
+
+
+def test_ingest_messages_names_the_message(settings):
+    store = RecordingStore()
+    with pytest.raises(InputError) as err:
+        ingest_messages(store, [row(), row(message_id=7, ts="soon")], settings)
+    assert (err.value.source, err.value.where) == ("python", "message 7")
+    with pytest.raises(InputError) as err:
+        ingest_messages(store, [row(), row(message_id="x")], settings)
+    assert err.value.where == "row 2"
+
+
+def test_detect_format(tmp_path):
+    assert detect_format(tmp_path / "a.jsonl") == "jsonl"
+    assert detect_format(tmp_path / "a.json") == "discord"
+    (tmp_path / "a.txt").write_text(json.dumps(row()) + "\n", encoding="utf-8")
+    assert detect_format(tmp_path / "a.txt") == "jsonl"
+    (tmp_path / "b.txt").write_text('{\n  "guild": {}\n}', encoding="utf-8")
+    assert detect_format(tmp_path / "b.txt") == "discord"
+
+
+def test_missing_file(tmp_path, settings):
+    with pytest.raises(InputError) as err:
+        import_files(RecordingStore(), [tmp_path / "nope.jsonl"], settings)
+    assert err.value.where == "cannot open"
