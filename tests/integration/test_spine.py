@@ -204,3 +204,22 @@ def test_dry_run_writes_nothing_and_counts_calls(store, settings):
     assert all(not rows for rows in dump_derived(store).values())
     ctx, result = replay(store, settings, "2026-11-01", "2026-11-04")
     assert len([c for c in ctx.summarizer.calls if c[0] == "daily"]) == 14
+
+
+def test_a_failed_run_records_why(store, settings):
+    import_files(store, [SAMPLE], settings)
+
+    class Broken:
+        kind = "broken"
+
+        def fingerprint(self, op):
+            return "broken"
+
+        async def daily(self, pd):
+            raise RuntimeError("model endpoint exploded")
+
+    with pytest.raises(RuntimeError):
+        replay(store, settings, "2026-11-04", "2026-11-04", summarizer=Broken())
+    run = store.runs(1)[0]
+    assert run["status"] == "failed" and "model endpoint exploded" in run["error"]
+    assert run["finished_at"] is not None
