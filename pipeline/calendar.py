@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
@@ -39,7 +40,8 @@ class Scope:
 
 def parse_scope(text: str) -> Scope:
     kind, _, ident = text.partition(":")
-    if kind not in ("guild", "channel", "dm") or not ident.isdigit():
+    # ASCII digits only: str.isdigit() also accepts "²" and Arabic-Indic digits
+    if kind not in ("guild", "channel", "dm") or not re.fullmatch(r"[0-9]{1,19}", ident):
         raise ScopeError(
             f"bad scope {text!r}: use guild:<guild_id>, channel:<channel_id> or dm:<channel_id>"
         )

@@ -19,6 +19,7 @@ from .config import load_settings
 from .errors import MempipeError
 from .store import Store
 
+SNOWFLAKE = click.IntRange(0, 2**63 - 1)  # 64-bit ids; larger numbers are refused, not overflowed
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
@@ -189,11 +190,16 @@ def _print_result(result, dry_run: bool):
                    f"{result.plan['daily_calls']} daily summarizer calls would be made "
                    f"({s.cache_hits} unchanged); historical and merge calls follow for the users of changed "
                    f"partition-days. Nothing was written.")
+        if s.planned_prompt_tokens:
+            click.echo(f"estimate for the daily stage: {s.planned_llm_calls} LLM requests, "
+                       f"~{s.planned_prompt_tokens} prompt tokens (estimated at 4 characters per token)")
         return
     click.echo(f"run {result.run_id}: {s.partition_days} partition-days, {s.summarizer_calls} summarizer calls "
                f"({s.daily_computed} daily, {s.historical_computed} historical, {s.contexts_written} contexts written), "
                f"{s.cache_hits} cache hits, {s.fallbacks} fallbacks, {s.errors} errors, "
-               f"{s.dropped_user_ids} dropped user ids")
+               f"{s.dropped_user_ids} dropped user ids"
+               + (f"; {s.llm_calls} LLM requests, {s.retries} retries, {s.prompt_tokens} prompt + "
+                  f"{s.output_tokens} output tokens, ~${s.estimated_cost:.4f}" if s.llm_calls else ""))
 
 
 def _progress_bar(label: str):
@@ -209,7 +215,7 @@ def _progress_bar(label: str):
 @cli.command("run")
 @click.option("--date", "day", callback=_date, metavar="YYYY-MM-DD",
               help="Day 1 (local date). Default: today in each guild's timezone.")
-@click.option("--guild", type=int, default=None, help="Only this guild's partitions.")
+@click.option("--guild", type=SNOWFLAKE, default=None, help="Only this guild's partitions.")
 @click.option("--force", is_flag=True, help="Recompute even rows whose inputs did not change.")
 @click.option("--dry-run", is_flag=True, help="Say what would be computed; write nothing.")
 @click.pass_obj
@@ -232,7 +238,7 @@ def run_cmd(state: State, day, guild, force, dry_run):
 @click.option("--from", "date_from", required=True, callback=_date, metavar="YYYY-MM-DD", help="First local day.")
 @click.option("--to", "date_to", required=True, callback=_date, metavar="YYYY-MM-DD",
               help="Last local day; contexts are made as of this day.")
-@click.option("--guild", type=int, default=None, help="Only this guild's partitions.")
+@click.option("--guild", type=SNOWFLAKE, default=None, help="Only this guild's partitions.")
 @click.option("--force", is_flag=True, help="Recompute even rows whose inputs did not change.")
 @click.option("--dry-run", is_flag=True, help="Say what would be computed (partition-days, calls); write nothing.")
 @click.pass_obj
@@ -268,12 +274,13 @@ def runs_cmd(state: State, limit, as_json):
         _echo_json(rows)
         return
     click.echo(f"{'id':>4} {'kind':6} {'status':7} {'range':23} {'secs':>7} {'p-days':>6} {'calls':>6} "
-               f"{'hits':>6} {'fallb':>5} {'errs':>4}")
+               f"{'hits':>6} {'llm':>5} {'retry':>5} {'fallb':>5} {'errs':>4} {'tokens':>8} {'cost$':>7}")
     for r in rows:
         span = f"{r['date_from'] or 'today'}..{r['date_to'] or 'today'}"
         click.echo(f"{r['id']:>4} {r['kind']:6} {r['status']:7} {span:23} {r['duration_s'] if r['duration_s'] is not None else '-':>7} "
-                   f"{r['partition_days']:>6} {r['summarizer_calls']:>6} {r['cache_hits']:>6} {r['fallbacks']:>5} "
-                   f"{r['errors']:>4}{'  ' + r['error'] if r['error'] else ''}{'  (dry run)' if r['dry_run'] else ''}")
+                   f"{r['partition_days']:>6} {r['summarizer_calls']:>6} {r['cache_hits']:>6} {r['llm_calls']:>5} "
+                   f"{r['retries']:>5} {r['fallbacks']:>5} {r['errors']:>4} {r['prompt_tokens'] + r['output_tokens']:>8} "
+                   f"{r['estimated_cost']:>7.4f}{'  ' + r['error'] if r['error'] else ''}{'  (dry run)' if r['dry_run'] else ''}")
 
 
 # ---------------------------------------------------------------- reading
@@ -289,7 +296,7 @@ def _scope(_ctx, _param, value):
 
 @cli.command("context")
 @click.option("--scope", required=True, callback=_scope, help="guild:<id>, channel:<id> or dm:<channel id>.")
-@click.option("--user", "user_id", required=True, type=int, help="User id.")
+@click.option("--user", "user_id", required=True, type=SNOWFLAKE, help="User id.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 def context_cmd(state: State, scope, user_id, as_json):
@@ -310,7 +317,7 @@ def context_cmd(state: State, scope, user_id, as_json):
 
 @cli.command("contexts")
 @click.option("--scope", callback=_scope, default=None, help="Only this scope.")
-@click.option("--user", "user_id", type=int, default=None, help="Only this user.")
+@click.option("--user", "user_id", type=SNOWFLAKE, default=None, help="Only this user.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 def contexts_cmd(state: State, scope, user_id, as_json):
@@ -333,7 +340,7 @@ def facts():
 
 
 _scope_opt = click.option("--scope", required=True, callback=_scope, help="guild:<id>, channel:<id> or dm:<channel id>.")
-_user_opt = click.option("--user", "user_id", required=True, type=int, help="User id.")
+_user_opt = click.option("--user", "user_id", required=True, type=SNOWFLAKE, help="User id.")
 
 
 @facts.command("remember")

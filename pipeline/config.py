@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -29,6 +29,8 @@ def _check_zone(name: str) -> str:
 
 
 class Timezones(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
+
     default: str = "UTC"
     guilds: dict[int, str] = Field(default_factory=dict)
 
@@ -48,10 +50,55 @@ class Timezones(BaseModel):
 
 
 class SummaryLengths(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
+
     daily_chars: int = Field(300, ge=40)
     historical_chars: int = Field(500, ge=40)
     context_chars: int = Field(1200, ge=80)
     facts_chars: int = Field(800, ge=80)
+
+
+class ModelLimits(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
+
+    """Free-tier limits change often: configuration, never constants."""
+
+    rpm: int | None = Field(None, ge=1, description="requests per minute")
+    tpm: int | None = Field(None, ge=1, description="prompt tokens per minute")
+    rpd: int | None = Field(None, ge=1, description="requests per day (then the fallback is used)")
+
+
+class ModelPrice(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
+
+    input_per_million: float = Field(0.0, ge=0)
+    output_per_million: float = Field(0.0, ge=0)
+
+
+class GeminiSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
+
+    # The API key is read from the environment variable named here; it is never logged or stored.
+    api_key_env: str = "GEMINI_API_KEY"
+    base_url: str | None = None
+    api_version: str | None = None
+    models: dict[str, str] = Field(default_factory=lambda: {
+        "daily": "gemini-2.5-flash", "historical": "gemini-2.5-flash", "merge": "gemini-2.5-flash",
+        "remember": "gemini-2.5-flash", "forget": "gemini-2.5-flash"})
+    timeout_s: float = Field(60.0, gt=0)
+    max_attempts: int = Field(4, ge=1, description="per item, then the extractive fallback")
+    run_retry_budget: int = Field(200, ge=0, description="retries per run across all items")
+    backoff_initial_s: float = Field(1.0, ge=0)
+    backoff_max_s: float = Field(60.0, ge=0)
+    concurrency: int = Field(4, ge=1)
+    input_budget_tokens: int = Field(8000, ge=200, description="largest prompt sent; bigger days are map-reduced")
+    max_output_tokens: int = Field(4096, ge=64)
+    degraded_retry_budget: int = Field(3, ge=0, description="later runs that retry a degraded row")
+    limits: dict[str, ModelLimits] = Field(default_factory=dict)
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
+
+    def model_for(self, operation: str) -> str:
+        return self.models.get(operation) or self.models["daily"]
 
 
 class Settings(BaseSettings):
@@ -65,6 +112,7 @@ class Settings(BaseSettings):
     max_message_chars: int = Field(2000, ge=16)
     timezones: Timezones = Field(default_factory=Timezones)
     summary: SummaryLengths = Field(default_factory=SummaryLengths)
+    gemini: GeminiSettings = Field(default_factory=GeminiSettings)
 
     # Files read by the TOML source; set per load() call (class-level because pydantic-settings
     # builds sources from the class).

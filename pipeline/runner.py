@@ -6,6 +6,7 @@ a rerun resumes), and never holds one transaction for the whole run.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 from dataclasses import dataclass
@@ -67,8 +68,14 @@ async def bring_up_to_date(ctx: RunContext, daily_days: list[dt.date] | None, as
     plan = {"partition_days": 0, "daily_calls": 0}
     total = len(work) + len(parts)
     done = 0
-    for partition, guild, day in work:
-        status = await run_daily(ctx, partition, guild, day)
+    # Partition-days run concurrently up to the configured cap: an LLM summarizer keeps several
+    # requests in flight (its limiter keeps them inside the quota); each writes its own rows.
+    gate = asyncio.Semaphore(ctx.settings.gemini.concurrency if ctx.summarizer.kind != "extractive" else 1)
+
+    async def one(partition: str, guild: int | None, day: dt.date) -> None:
+        nonlocal done
+        async with gate:
+            status = await run_daily(ctx, partition, guild, day)
         if status != "empty":
             plan["partition_days"] += 1
         if status in ("planned", "computed", "failed"):
@@ -76,6 +83,15 @@ async def bring_up_to_date(ctx: RunContext, daily_days: list[dt.date] | None, as
         done += 1
         if progress:
             progress(done, total)
+
+    tasks = [asyncio.ensure_future(one(*item)) for item in work]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for t in tasks:  # a store outage stops the run: cancel the rest, keep what is written
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
     for p in parts:
         await run_historical(ctx, p["partition"], p["guild_id"], day1_for(p["guild_id"]))
         done += 1
@@ -99,11 +115,22 @@ async def execute(ctx: RunContext, kind: str, date_from: dt.date | None, date_to
         else:
             plan = await bring_up_to_date(ctx, None, date_to, guild_id, progress)
     except BaseException as exc:
+        await _close(ctx)
         reason = f"{exc.__class__.__name__}: {exc}" if not isinstance(exc, MempipeError) else str(exc)
         try:
             ctx.store.finish_run(run_id, "failed", ctx.stats.columns(), ctx.now(), error=reason)
         except MempipeError:
             log.error("could not record the failure of run %s", run_id)
         raise
+    await _close(ctx)
     ctx.store.finish_run(run_id, "ok", ctx.stats.columns(), ctx.now())
     return RunResult(run_id, "ok", ctx.stats, plan)
+
+
+async def _close(ctx: RunContext) -> None:
+    close = getattr(ctx.summarizer, "aclose", None)
+    if close is not None:
+        try:
+            await close()
+        except Exception:  # closing a client must never hide the run's own outcome
+            log.exception("closing the summarizer failed")

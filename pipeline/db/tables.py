@@ -80,6 +80,8 @@ historical_summaries = sa.Table(
     sa.Column("source_days", sa.Integer, nullable=False),
     sa.Column("degraded", sa.Boolean, nullable=False),
     sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="1"),
+    sa.Column("degraded_reason", sa.Text),
 )
 
 user_facts = sa.Table(
@@ -110,6 +112,7 @@ memory_context = sa.Table(
     sa.Column("inputs", JsonDocument, nullable=False),
     sa.Column("degraded", sa.Boolean, nullable=False),
     sa.Column("degraded_reason", sa.Text),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="1"),
 )
 
 pipeline_runs = sa.Table(
@@ -132,6 +135,9 @@ pipeline_runs = sa.Table(
     sa.Column("fallbacks", sa.Integer, nullable=False),
     sa.Column("errors", sa.Integer, nullable=False),
     sa.Column("dropped_user_ids", sa.Integer, nullable=False),
+    sa.Column("llm_calls", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("retries", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("estimated_cost", sa.Float, nullable=False, server_default="0"),
 )
 
 DERIVED_TABLES = (partition_days, daily_summaries, historical_summaries, memory_context)

@@ -23,21 +23,29 @@ class RunStats:
     fallbacks: int = 0
     errors: int = 0
     dropped_user_ids: int = 0
+    llm_calls: int = 0
+    retries: int = 0
+    estimated_cost: float = 0.0
     # not persisted as columns; reported by the CLI
     daily_computed: int = 0
     historical_computed: int = 0
     contexts_written: int = 0
+    planned_llm_calls: int = 0
+    planned_prompt_tokens: int = 0
 
     def record(self, outcome: Outcome) -> None:
         self.summarizer_calls += outcome.usage.calls
         self.prompt_tokens += outcome.usage.prompt_tokens
         self.output_tokens += outcome.usage.output_tokens
         self.fallbacks += outcome.usage.fallbacks
+        self.llm_calls += outcome.usage.llm_calls
+        self.retries += outcome.usage.retries
+        self.estimated_cost += outcome.usage.cost
         self.dropped_user_ids += outcome.dropped_user_ids
 
     def columns(self) -> dict[str, int]:
         keep = ("partition_days", "summarizer_calls", "prompt_tokens", "output_tokens", "cache_hits",
-                "fallbacks", "errors", "dropped_user_ids")
+                "fallbacks", "errors", "dropped_user_ids", "llm_calls", "retries", "estimated_cost")
         return {k: v for k, v in asdict(self).items() if k in keep}
 
 
@@ -50,6 +58,15 @@ class RunContext:
     stats: RunStats = field(default_factory=RunStats)
     force: bool = False
     dry_run: bool = False
+
+    def retry_degraded(self, row: dict | None) -> bool:
+        """A row a fallback produced is retried by later runs, a bounded number of times, and only
+        when a model is configured (the extractive summarizer would produce the same text)."""
+        if row is None or not row.get("degraded") or self.summarizer.kind == "extractive":
+            return False
+        if str(row.get("degraded_reason") or "").startswith("built from"):
+            return False  # its own call was fine; it follows its inputs' hashes
+        return row.get("attempts", 1) <= self.settings.gemini.degraded_retry_budget
 
     def tz_for_guild(self, guild_id: int | None) -> ZoneInfo:
         return self.settings.timezones.for_guild(guild_id)

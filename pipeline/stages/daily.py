@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 import re
@@ -76,12 +77,17 @@ async def run_daily(ctx: RunContext, partition: str, guild_id: int | None, day: 
         return "empty"
     ctx.stats.partition_days += 1
     forgotten = ctx.store.forgotten(pd.speakers)
+    pd = dataclasses.replace(pd, forgotten=tuple(f for uid in sorted(forgotten) for f in forgotten[uid]))
     key = daily_input_hash(pd, forgotten, ctx.summarizer.fingerprint("daily"))
     existing = ctx.store.partition_day(partition, day)
-    if existing is not None and existing["input_hash"] == key and not ctx.force:
+    if existing is not None and existing["input_hash"] == key and not ctx.force and not ctx.retry_degraded(existing):
         ctx.stats.cache_hits += 1
         return "cached"
     if ctx.dry_run:
+        estimate = getattr(ctx.summarizer, "estimate_daily", None)
+        calls, tokens = estimate(pd) if estimate else (1, 0)
+        ctx.stats.planned_llm_calls += calls
+        ctx.stats.planned_prompt_tokens += tokens
         return "planned"
     try:
         outcome = await ctx.summarizer.daily(pd)
@@ -105,7 +111,8 @@ async def run_daily(ctx: RunContext, partition: str, guild_id: int | None, day: 
             "summarizer": ctx.summarizer.kind,
             "degraded": outcome.degraded_reason is not None,
             "degraded_reason": outcome.degraded_reason,
-            "attempts": (existing["attempts"] + 1) if existing and existing["degraded"] else 1,
+            "attempts": (existing["attempts"] + 1 if existing and existing["degraded"] else 1)
+            if outcome.degraded_reason else 1,
         },
         summaries,
         ctx.now(),

@@ -26,7 +26,7 @@ async def run_historical(ctx: RunContext, partition: str, guild_id: int | None, 
         dailies = [(r["day"], r["summary"]) for r in rows]
         key = input_hash("historical", partition, uid, name, fingerprint, dailies, forgotten.get(uid, []))
         old = existing.get(uid)
-        if old is not None and old["input_hash"] == key and not ctx.force:
+        if old is not None and old["input_hash"] == key and not ctx.force and not ctx.retry_degraded(old):
             ctx.stats.cache_hits += 1
             continue
         if ctx.dry_run:
@@ -43,6 +43,9 @@ async def run_historical(ctx: RunContext, partition: str, guild_id: int | None, 
             "input_hash": key, "source_days": len(dailies),
             "degraded": outcome.degraded_reason is not None or any(r["degraded"] for r in rows),
             "created_at": ctx.now(),
+            "attempts": (old["attempts"] + 1 if old and old["degraded"] else 1) if outcome.degraded_reason else 1,
+            "degraded_reason": outcome.degraded_reason
+            or ("built from degraded summaries" if any(r["degraded"] for r in rows) else None),
         })
         ctx.stats.historical_computed += 1
     for uid in set(existing) - set(per_user):  # its dailies are gone (retention): so is it

@@ -94,7 +94,7 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
     existing = ctx.store.context_full(str(scope), user_id)
     if existing is not None and existing["as_of_day"] > as_of:
         return "stale"  # a replay of an older range never overwrites a newer context
-    if existing is not None and existing["input_hash"] == key and not ctx.force:
+    if existing is not None and existing["input_hash"] == key and not ctx.force and not ctx.retry_degraded(existing):
         ctx.stats.cache_hits += 1
         if existing["as_of_day"] != as_of and not ctx.dry_run:
             ctx.store.touch_context(str(scope), user_id, as_of)
@@ -119,6 +119,8 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
         "context": scrub(text, forgotten, name),
         "as_of_day": as_of, "made_at": ctx.now(), "input_hash": key, "inputs": inputs,
         "degraded": degraded_reason is not None, "degraded_reason": degraded_reason,
+        "attempts": (existing["attempts"] + 1 if existing and existing["degraded"] else 1)
+        if degraded_reason and not degraded_reason.startswith("built from") else 1,
     })
     ctx.stats.contexts_written += 1
     return "written"

@@ -4,14 +4,24 @@ from .base import ChatLine, Outcome, PartitionDay, Summarizer, Usage
 from .extractive import ExtractiveSummarizer
 
 
-def make_summarizer(settings) -> Summarizer:
+def make_summarizer(settings, *, environ=None) -> Summarizer:
     if settings.summarizer == "extractive":
         return ExtractiveSummarizer(settings.summary)
-    from ..errors import ConfigError
+    import os
 
-    raise ConfigError(
-        f"summarizer {settings.summarizer!r} is not available in this build; use summarizer = \"extractive\""
-    )
+    from ..errors import ConfigError
+    from ..llm.gemini import GeminiClient
+    from .llm import LLMSummarizer
+
+    env = os.environ if environ is None else environ
+    key = env.get(settings.gemini.api_key_env, "")
+    if not key:
+        raise ConfigError(
+            f"summarizer = \"gemini\" needs an API key in the environment variable "
+            f"{settings.gemini.api_key_env} (or use summarizer = \"extractive\", which works offline)")
+    client = GeminiClient(key, base_url=settings.gemini.base_url, api_version=settings.gemini.api_version,
+                          timeout_s=settings.gemini.timeout_s)
+    return LLMSummarizer(settings, client)
 
 
 __all__ = ["ChatLine", "Outcome", "PartitionDay", "Summarizer", "Usage", "ExtractiveSummarizer", "make_summarizer"]

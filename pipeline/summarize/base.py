@@ -29,6 +29,7 @@ class PartitionDay:
     day: dt.date
     lines: tuple[ChatLine, ...]
     speakers: dict[int, str]  # user_id -> display name
+    forgotten: tuple[str, ...] = ()  # facts the speakers asked to forget: never to be written
 
 
 @dataclass
@@ -39,6 +40,7 @@ class Usage:
     output_tokens: int = 0
     retries: int = 0
     fallbacks: int = 0
+    cost: float = 0.0       # estimated, from configured prices
 
     def add(self, other: "Usage") -> None:
         for name in self.__dataclass_fields__:

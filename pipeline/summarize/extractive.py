@@ -5,6 +5,7 @@ invented and nothing crosses users."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections import defaultdict
 
 from ..hashing import input_hash
@@ -21,9 +22,12 @@ def _quote(s: str) -> str:
 
 
 def _quoted_list(candidates: list[str], budget: int) -> str:
-    # Leave room for the quotes and separators around each sentence.
-    cut = [shorten(c, max(budget - 4, 20)) for c in candidates]
-    idx = pick(cut, budget, sep_len=len(SEP) + 2)
+    # Every sentence costs its two quotation marks; every one after the first also a separator.
+    room = budget - 2
+    if room < 8:
+        return ""
+    cut = [shorten(c, room) for c in candidates]
+    idx = pick(cut, room, sep_len=len(SEP) + 2)
     return SEP.join(_quote(cut[i]) for i in idx)
 
 
@@ -47,22 +51,25 @@ class ExtractiveSummarizer:
         budget = self.lengths.daily_chars
         out: dict[int, str] = {}
         for uid, name in sorted(partition_day.speakers.items()):
-            label = f"{name}: "
+            label = shorten(f"{name}: ", max(budget // 3, 8))
             quoted = _quoted_list(per_user.get(uid, []), budget - len(label))
-            if not quoted:  # only chatter: still record that they were there
+            if not quoted:  # only chatter, or no room to quote: still record that they were there
                 count = sum(1 for ln in partition_day.lines if ln.user_id == uid)
-                quoted = f"was present ({count} short message{'s' if count != 1 else ''})"
-            out[uid] = label + quoted
+                plural = "s" if count != 1 else ""
+                informative = any(salience(s) > 0 for s in per_user.get(uid, []))
+                quoted = f"wrote {count} message{plural}" if informative else f"was present ({count} short message{plural})"
+            out[uid] = shorten(label + quoted, budget)
         return Outcome(out, self._usage())
 
     async def historical(self, name: str, dailies: list[tuple[dt.date, str]]) -> Outcome[str]:
         candidates: list[str] = []
         for _day, text in sorted(dailies, key=lambda d: d[0], reverse=True):  # newest first wins ties
             body = text.split(": ", 1)[1] if text.startswith(f"{name}: ") else text
-            candidates.extend(s for s in sentences(body) if not s.startswith("was present ("))
+            candidates.extend(s for s in sentences(body)
+                              if not s.startswith("was present (") and not re.fullmatch(r"wrote \d+ messages?", s))
         label = f"Past week ({len(dailies)} active day{'s' if len(dailies) != 1 else ''}): "
         quoted = _quoted_list(candidates, self.lengths.historical_chars - len(label))
-        return Outcome(label + (quoted or "only brief chatter"), self._usage())
+        return Outcome(shorten(label + (quoted or "only brief chatter"), self.lengths.historical_chars), self._usage())
 
     async def merge(self, name: str, facts: str, day1: str, historical: str) -> Outcome[str]:
         budget = self.lengths.context_chars

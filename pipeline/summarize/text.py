@@ -34,7 +34,12 @@ def sentences(text: str) -> list[str]:
 
 
 def tokens(text: str) -> list[str]:
-    return [t.lower() for t in _TOKEN.findall(text)]
+    """Lower-case words; a possessive "'s" is dropped so "Ana's" is the word "ana"."""
+    out = []
+    for t in _TOKEN.findall(text):
+        t = t.lower().replace("’", "'")
+        out.append(t[:-2] if t.endswith("'s") and len(t) > 2 else t)
+    return out
 
 
 def content_tokens(text: str) -> list[str]:
@@ -104,8 +109,13 @@ def scrub(text: str, facts: list[str], subject: str = "") -> str:
     lines = []
     for line in text.split("\n"):
         # A leading label ("Ana: ", "Today: ") is kept even when its first sentence goes.
-        label_match = re.match(r"^([^:“\n]{1,80}:\s+)(?=\S)", line)
+        # Labels are the "Name: " / "Today: " prefixes our summaries put before quoted text;
+        # a clause that states a forgotten fact is never kept as a label.
+        label_match = (re.match(r"^((?:[^:“\n]{1,80}:\s+)+)(?=“)", line)
+                       or re.match(r"^((?:Facts|Today|Past week(?: \([^)]*\))?):\s+)", line))
         label = label_match.group(1) if label_match else ""
+        if label and any(mentions_fact(label, f, subject) for f in facts):
+            label = ""
         line = line[len(label):]
         parts = re.split(r"((?<=[.!?])\s+|\s+·\s+)", line)
         kept: list[str] = []

@@ -137,3 +137,8 @@ def test_db_status(mp):
     status = json.loads(mp("db", "status", "--json").output)
     assert all(m["applied"] for m in status["migrations"])
     assert status["tables"]["chat_history"] == 0
+
+
+def test_ids_beyond_64_bits_are_refused_cleanly(mp):
+    result = mp("context", "--scope", "guild:1", "--user", "99999999999999999999", ok=False)
+    assert result.exit_code == 2 and "--user" in result.output

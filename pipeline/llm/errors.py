@@ -1,0 +1,39 @@
+"""What can go wrong with one model request, sorted by what to do about it."""
+
+from __future__ import annotations
+
+from ..errors import SummarizerError
+
+
+class LLMError(SummarizerError):
+    retryable = False
+
+
+class RateLimited(LLMError):
+    """HTTP 429. `retry_after` is the server's retryDelay in seconds when it gave one."""
+
+    retryable = True
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class Transient(LLMError):
+    """5xx, timeouts, connection errors: worth another try."""
+
+    retryable = True
+
+
+class BadOutput(LLMError):
+    """A 200 answer we cannot use: malformed or truncated JSON, blocked, wrong shape."""
+
+    retryable = True
+
+
+class QuotaExhausted(LLMError):
+    """The configured daily request quota is spent: use the fallback without trying."""
+
+
+class Permanent(LLMError):
+    """4xx other than 429 (bad key, model unknown, request rejected): retrying will not help."""

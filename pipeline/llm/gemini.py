@@ -1,0 +1,112 @@
+"""Gemini and Gemma through the real google-genai async client.
+
+- Gemini models: system instruction + JSON mode with the pydantic schema. We validate
+  `response.text` ourselves: `response.parsed` silently becomes None on a mismatch.
+- Gemma models (`gemma-*`): the API rejects system instructions and JSON mode, so the
+  instructions go in the user turn and the JSON is asked for in the prompt (the summarizer
+  strips fences, validates and re-asks once).
+- The client's own retries stay off (no `retry_options`): retries, backoff and fallback are
+  ours (pipeline/llm/retry.py), so that a 429 storm is bounded by one budget, not two.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import httpx2
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types
+
+from .client import LLMResponse
+from .errors import BadOutput, Permanent, RateLimited, Transient
+
+_BLOCKING = {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "OTHER", "LANGUAGE",
+             "IMAGE_SAFETY", "MALFORMED_FUNCTION_CALL"}
+
+
+def is_gemma(model: str) -> bool:
+    return model.split("/")[-1].lower().startswith("gemma-")
+
+
+def retry_delay_of(exc: genai_errors.APIError) -> float | None:
+    """The server's google.rpc.RetryInfo retryDelay ("2s", "1.5s"), if any."""
+    details = exc.details if isinstance(exc.details, dict) else {}
+    for item in (details.get("error") or {}).get("details") or []:
+        if isinstance(item, dict) and str(item.get("@type", "")).endswith("RetryInfo"):
+            m = re.fullmatch(r"\s*([\d.]+)s\s*", str(item.get("retryDelay", "")))
+            if m:
+                return float(m.group(1))
+    return None
+
+
+class GeminiClient:
+    def __init__(self, api_key: str, *, base_url: str | None = None, api_version: str | None = None,
+                 timeout_s: float = 60.0):
+        options = types.HttpOptions(timeout=int(timeout_s * 1000), base_url=base_url or None,
+                                    api_version=api_version or None)
+        self._client = genai.Client(api_key=api_key, http_options=options)
+        self.timeout_s = timeout_s
+
+    def __repr__(self) -> str:  # never show the key
+        return "GeminiClient(api_key=***)"
+
+    async def generate(self, model: str, prompt: str, *, system: str | None, json_schema: type | None,
+                       max_output_tokens: int) -> LLMResponse:
+        gemma = is_gemma(model)
+        if gemma and system:
+            prompt = f"{system}\n\n{prompt}"
+        config = types.GenerateContentConfig(
+            temperature=0,
+            max_output_tokens=max_output_tokens,
+            system_instruction=None if gemma else system,
+            response_mime_type=None if gemma or json_schema is None else "application/json",
+            response_schema=None if gemma else json_schema,
+        )
+        try:
+            # Our own deadline too: a server that accepts the connection and then stalls must
+            # not hang a run, whatever the transport does.
+            response = await asyncio.wait_for(
+                self._client.aio.models.generate_content(model=model, contents=prompt, config=config),
+                timeout=self.timeout_s + 5,
+            )
+        except genai_errors.ClientError as exc:
+            if exc.code == 429:
+                raise RateLimited(f"{model}: rate limited (429 {exc.status})", retry_delay_of(exc)) from exc
+            if exc.code in (408,):
+                raise Transient(f"{model}: request timeout (408)") from exc
+            raise Permanent(f"{model}: rejected with {exc.code} {exc.status}: {exc.message}") from exc
+        except genai_errors.ServerError as exc:
+            raise Transient(f"{model}: server error {exc.code} {exc.status}") from exc
+        except (httpx2.TimeoutException, asyncio.TimeoutError) as exc:
+            raise Transient(f"{model}: timed out after {self.timeout_s:g}s") from exc
+        except httpx2.TransportError as exc:
+            raise Transient(f"{model}: connection failed: {exc.__class__.__name__}") from exc
+
+        usage = response.usage_metadata
+        prompt_tokens = (usage.prompt_token_count or 0) if usage else 0
+        output_tokens = (usage.candidates_token_count or 0) if usage else 0
+        feedback = response.prompt_feedback
+        if feedback is not None and feedback.block_reason:
+            raise BadOutput(f"{model}: prompt blocked ({feedback.block_reason})")
+        if not response.candidates:
+            raise BadOutput(f"{model}: no candidates in the answer")
+        finish = response.candidates[0].finish_reason
+        finish_name = getattr(finish, "name", None) or (str(finish) if finish else None)
+        if finish_name == "MAX_TOKENS":
+            raise BadOutput(f"{model}: answer truncated (finishReason MAX_TOKENS)")
+        if finish_name in _BLOCKING:
+            raise BadOutput(f"{model}: answer blocked (finishReason {finish_name})")
+        text = response.text
+        if not text:
+            raise BadOutput(f"{model}: empty answer")
+        return LLMResponse(text, prompt_tokens, output_tokens, finish_name)
+
+    async def aclose(self) -> None:
+        close = getattr(self._client.aio, "aclose", None)
+        if close is not None:
+            await close()
+        closer = getattr(self._client, "close", None)
+        if closer is not None:
+            closer()

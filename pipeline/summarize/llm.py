@@ -1,0 +1,332 @@
+"""The LLM summarizer: renders prompts/, calls an LLMClient (Gemini/Gemma), validates every
+answer with pydantic, and falls back to the extractive summarizer per item when the model
+fails after bounded retries or the quota is spent (the row is then marked degraded).
+
+Big partition-days are map-reduced: split by time into chunks whose prompts fit the input
+budget, summarised per chunk, then each speaker's partial summaries are combined in further
+calls, each also within the budget."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import re
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from ..hashing import input_hash
+from ..llm.client import LLMClient, estimate_tokens
+from ..llm.errors import BadOutput, LLMError, RateLimited
+from ..llm.gemini import is_gemma
+from ..llm.limiter import RateLimiter
+from .base import ChatLine, Outcome, PartitionDay, Usage
+from .extractive import ExtractiveSummarizer
+from .prompts import PROMPTS_DIR, render, template_hash
+from .schemas import DailyOut, ForgetOut, HistoricalOut, MergeOut, RememberOut
+from .text import shorten
+
+log = logging.getLogger(__name__)
+M = TypeVar("M", bound=BaseModel)
+SCHEMA_VERSION = "llm-1"
+_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
+REASK = ("\n\nYour previous answer was not valid JSON of the requested shape. Answer again with "
+         "only the JSON object, no prose and no code fences.")
+
+
+def system_text(directory: Path = PROMPTS_DIR) -> str:
+    return (directory / "system.txt").read_text(encoding="utf-8").strip()
+
+
+def strip_fences(text: str) -> str:
+    m = _FENCE.match(text)
+    return m.group(1) if m else text.strip()
+
+
+class LLMSummarizer:
+    kind = "gemini"
+
+    def __init__(self, settings, client: LLMClient, *, sleep=asyncio.sleep, monotonic=None):
+        self.cfg = settings.gemini
+        self.lengths = settings.summary
+        self.client = client
+        self.fallback = ExtractiveSummarizer(settings.summary)
+        self._sleep = sleep
+        self._monotonic = monotonic
+        self._limiters: dict[str, RateLimiter] = {}
+        self._semaphore: asyncio.Semaphore | None = None
+        self.retry_budget = self.cfg.run_retry_budget
+        self.system = system_text()
+
+    # ------------------------------------------------------------------ identity
+
+    def fingerprint(self, operation: str) -> str:
+        templates = [template_hash(operation)] + ([template_hash("reduce")] if operation == "daily" else [])
+        return input_hash(SCHEMA_VERSION, self.kind, self.cfg.model_for(operation), templates,
+                          input_hash(self.system), self.lengths.model_dump(),
+                          self.cfg.input_budget_tokens if operation == "daily" else None)[:24]
+
+    # ------------------------------------------------------------------ one request
+
+    def _limiter(self, model: str) -> RateLimiter:
+        if model not in self._limiters:
+            lim = self.cfg.limits.get(model)
+            kwargs = {"sleep": self._sleep}
+            if self._monotonic is not None:
+                kwargs["monotonic"] = self._monotonic
+            self._limiters[model] = RateLimiter(lim.rpm if lim else None, lim.tpm if lim else None,
+                                                lim.rpd if lim else None, **kwargs)
+        return self._limiters[model]
+
+    def _price(self, model: str, prompt_tokens: int, output_tokens: int) -> float:
+        price = self.cfg.prices.get(model)
+        if price is None:
+            return 0.0
+        return (prompt_tokens * price.input_per_million + output_tokens * price.output_per_million) / 1e6
+
+    def prompt_tokens(self, operation: str, prompt: str) -> int:
+        return estimate_tokens(prompt + "\n\n" + self.system)
+
+    def _wait(self, retry_state) -> float:
+        exc = retry_state.outcome.exception()
+        if isinstance(exc, RateLimited) and exc.retry_after is not None:
+            return 0.0  # the limiter already holds every request to this model for retry_after
+        return wait_exponential_jitter(initial=self.cfg.backoff_initial_s, max=self.cfg.backoff_max_s)(retry_state)
+
+    def _should_retry(self, exc: BaseException) -> bool:
+        return isinstance(exc, LLMError) and exc.retryable and self.retry_budget > 0
+
+    async def ask(self, operation: str, prompt: str, schema: type[M], usage: Usage) -> M:
+        """One validated answer, with bounded retries. Raises LLMError when it gives up."""
+        model = self.cfg.model_for(operation)
+        limiter = self._limiter(model)
+        if self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(self.cfg.concurrency)
+        reask = False
+
+        async def attempt() -> M:
+            nonlocal reask
+            text = prompt + (REASK if reask else "")
+            await limiter.acquire(self.prompt_tokens(operation, text))
+            async with self._semaphore:
+                try:
+                    response = await self.client.generate(
+                        model, text, system=self.system, json_schema=None if is_gemma(model) else schema,
+                        max_output_tokens=self.cfg.max_output_tokens)
+                except RateLimited as exc:
+                    usage.llm_calls += 1
+                    if exc.retry_after:
+                        limiter.penalize(min(exc.retry_after, self.cfg.backoff_max_s))
+                    raise
+                except LLMError:
+                    usage.llm_calls += 1
+                    raise
+            usage.llm_calls += 1
+            usage.prompt_tokens += response.prompt_tokens
+            usage.output_tokens += response.output_tokens
+            usage.cost += self._price(model, response.prompt_tokens, response.output_tokens)
+            try:
+                return schema.model_validate_json(strip_fences(response.text))
+            except ValidationError as exc:
+                reask = True
+                raise BadOutput(f"{model}: answer does not match {schema.__name__}: "
+                                f"{exc.errors()[0]['msg'] if exc.errors() else exc}") from exc
+
+        def before_sleep(_state) -> None:
+            usage.retries += 1
+            self.retry_budget -= 1
+
+        retrying = AsyncRetrying(stop=stop_after_attempt(self.cfg.max_attempts), wait=self._wait,
+                                 retry=retry_if_exception(self._should_retry), sleep=self._sleep,
+                                 before_sleep=before_sleep, reraise=True)
+        return await retrying(attempt)
+
+    # ------------------------------------------------------------------ daily (map-reduce)
+
+    @staticmethod
+    def handles(pd: PartitionDay) -> dict[int, str]:
+        return {uid: f"p{i + 1}" for i, uid in enumerate(sorted(pd.speakers))}
+
+    def _render_daily(self, pd: PartitionDay, lines: tuple[ChatLine, ...], part: int | None) -> str:
+        handles = self.handles(pd)
+        speakers = sorted({ln.user_id for ln in lines})
+        return render("daily", day=pd.day, speakers=[(handles[u], pd.speakers[u]) for u in speakers],
+                      lines=lines, handles=handles, target_chars=self.lengths.daily_chars,
+                      forgotten=list(pd.forgotten), part=part)
+
+    def chunks(self, pd: PartitionDay) -> list[tuple[ChatLine, ...]]:
+        """Split a partition-day by time into pieces whose prompt fits the input budget."""
+        budget = self.cfg.input_budget_tokens
+        if self.prompt_tokens("daily", self._render_daily(pd, pd.lines, None)) <= budget:
+            return [pd.lines]
+        overhead = self.prompt_tokens("daily", self._render_daily(pd, pd.lines[:1], 1))
+        room_chars = max((budget - overhead) * 4 - 400, 200)
+        lines = [ln if len(ln.text) <= room_chars // 2 else
+                 ChatLine(ln.message_id, ln.user_id, ln.name, shorten(ln.text, room_chars // 2), ln.ts, ln.reply_to_name)
+                 for ln in pd.lines]
+        out: list[tuple[ChatLine, ...]] = []
+        current: list[ChatLine] = []
+        used = 0
+        for ln in lines:
+            cost = len(ln.text) + len(ln.name) * 2 + 120  # the <message …> wrapper and a <speaker> entry
+            if current and used + cost > room_chars:
+                out.append(tuple(current))
+                current, used = [], 0
+            current.append(ln)
+            used += cost
+        if current:
+            out.append(tuple(current))
+        # The estimate above is conservative; make sure by rendering, splitting further if needed.
+        final: list[tuple[ChatLine, ...]] = []
+        stack = list(reversed(out))
+        while stack:
+            piece = stack.pop()
+            if len(piece) > 1 and self.prompt_tokens("daily", self._render_daily(pd, piece, len(final) + 1)) > budget:
+                mid = len(piece) // 2
+                stack.extend([piece[mid:], piece[:mid]])
+            else:
+                final.append(piece)
+        return final
+
+    def _accept(self, pd: PartitionDay, answer: DailyOut, handles: dict[int, str]) -> tuple[dict[int, str], int]:
+        by_handle = {h: uid for uid, h in handles.items()}
+        out: dict[int, str] = {}
+        dropped = 0
+        for item in answer.summaries:
+            uid = by_handle.get(item.speaker.strip())
+            if uid is None:  # a speaker that was not in the input: never trusted
+                dropped += 1
+                continue
+            out[uid] = item.summary.strip()
+        return out, dropped
+
+    async def _reduce(self, pd: PartitionDay, partials: dict[int, list[str]], usage: Usage) -> tuple[dict[int, str], int]:
+        """Combine each speaker's partial summaries, in as many budget-sized calls as needed."""
+        handles = self.handles(pd)
+        budget = self.cfg.input_budget_tokens
+        dropped = 0
+
+        def prompt_for(items: list[tuple[int, list[str]]]) -> str:
+            return render("reduce", day=pd.day, target_chars=self.lengths.daily_chars, forgotten=list(pd.forgotten),
+                          speakers=[(handles[u], pd.speakers[u], texts) for u, texts in items])
+
+        while any(len(v) > 1 for v in partials.values()):
+            requests: list[list[tuple[int, list[str]]]] = []
+            current: list[tuple[int, list[str]]] = []
+            for uid in sorted(u for u, v in partials.items() if len(v) > 1):
+                texts = partials[uid]
+                # a speaker with too many partials for one request is reduced in slices
+                start = 0
+                while start < len(texts):
+                    end = start + 2
+                    while end < len(texts) and self.prompt_tokens("reduce", prompt_for([(uid, texts[start:end + 1])])) <= budget // 2:
+                        end += 1
+                    item = (uid, texts[start:end])
+                    if current and self.prompt_tokens("reduce", prompt_for(current + [item])) > budget:
+                        requests.append(current)
+                        current = []
+                    current.append(item)
+                    start = end
+            if current:
+                requests.append(current)
+            results = await asyncio.gather(*(self.ask("daily", prompt_for(r), DailyOut, usage) for r in requests))
+            new: dict[int, list[str]] = {u: list(v) for u, v in partials.items() if len(v) <= 1}
+            for items, answer in zip(requests, results):
+                got, d = self._accept(pd, answer, handles)
+                dropped += d
+                for uid, texts in items:
+                    # a speaker the model left out keeps its partials' first piece rather than vanish
+                    new.setdefault(uid, []).append(got.get(uid) or texts[0])
+            partials = new
+        return {u: v[0] for u, v in partials.items() if v}, dropped
+
+    async def daily(self, partition_day: PartitionDay) -> Outcome[dict[int, str]]:
+        usage = Usage(calls=1)
+        handles = self.handles(partition_day)
+        try:
+            pieces = self.chunks(partition_day)
+            answers = await asyncio.gather(*(
+                self.ask("daily", self._render_daily(partition_day, piece, (i + 1) if len(pieces) > 1 else None),
+                         DailyOut, usage)
+                for i, piece in enumerate(pieces)))
+            dropped = 0
+            partials: dict[int, list[str]] = {}
+            for answer in answers:
+                got, d = self._accept(partition_day, answer, handles)
+                dropped += d
+                for uid, text in got.items():
+                    partials.setdefault(uid, []).append(text)
+            if len(pieces) > 1:
+                summaries, d = await self._reduce(partition_day, partials, usage)
+                dropped += d
+            else:
+                summaries = {u: v[0] for u, v in partials.items()}
+        except LLMError as exc:
+            return await self._fallback_daily(partition_day, usage, exc)
+        missing = set(partition_day.speakers) - set(summaries)
+        if missing:  # the model skipped someone who spoke: fill from the extractive summary
+            extractive = (await self.fallback.daily(partition_day)).value
+            summaries.update({u: extractive[u] for u in missing})
+        return Outcome(summaries, usage, None, dropped)
+
+    async def _fallback_daily(self, pd, usage, exc) -> Outcome[dict[int, str]]:
+        log.warning("daily %s %s: falling back to extractive: %s", pd.partition, pd.day, exc)
+        usage.fallbacks += 1
+        return Outcome((await self.fallback.daily(pd)).value, usage, f"fallback: {exc}")
+
+    # ------------------------------------------------------------------ the small operations
+
+    async def _small(self, operation: str, prompt: str, schema, fallback_coro_factory):
+        usage = Usage(calls=1)
+        try:
+            answer = await self.ask(operation, prompt, schema, usage)
+            return answer, usage, None
+        except LLMError as exc:
+            log.warning("%s: falling back to extractive: %s", operation, exc)
+            usage.fallbacks += 1
+            return (await fallback_coro_factory()).value, usage, f"fallback: {exc}"
+
+    async def historical(self, name: str, dailies: list[tuple[dt.date, str]]) -> Outcome[str]:
+        prompt = render("historical", name=name, dailies=dailies, target_chars=self.lengths.historical_chars)
+        answer, usage, reason = await self._small("historical", prompt, HistoricalOut,
+                                                  lambda: self.fallback.historical(name, dailies))
+        return Outcome(answer if reason else answer.summary.strip(), usage, reason)
+
+    async def merge(self, name: str, facts: str, day1: str, historical: str) -> Outcome[str]:
+        prompt = render("merge", name=name, facts=facts, day1=day1, historical=historical,
+                        target_chars=self.lengths.context_chars)
+        answer, usage, reason = await self._small("merge", prompt, MergeOut,
+                                                  lambda: self.fallback.merge(name, facts, day1, historical))
+        return Outcome(answer if reason else answer.context.strip(), usage, reason)
+
+    async def remember(self, blob: str, fact: str) -> Outcome[str]:
+        prompt = render("remember", blob=blob, fact=fact)
+        answer, usage, reason = await self._small("remember", prompt, RememberOut,
+                                                  lambda: self.fallback.remember(blob, fact))
+        return Outcome(answer if reason else answer.facts.strip(), usage, reason)
+
+    async def forget(self, blob: str, fact: str, subject: str = "") -> Outcome[tuple[str, bool]]:
+        prompt = render("forget", blob=blob, fact=fact)
+        answer, usage, reason = await self._small("forget", prompt, ForgetOut,
+                                                  lambda: self.fallback.forget(blob, fact, subject))
+        return Outcome(answer if reason else (answer.facts.strip(), answer.found), usage, reason)
+
+    # ------------------------------------------------------------------ estimates
+
+    def estimate_daily(self, pd: PartitionDay) -> tuple[int, int]:
+        """(requests, prompt tokens) a partition-day would cost, before spending them."""
+        pieces = self.chunks(pd)
+        tokens = sum(self.prompt_tokens("daily", self._render_daily(pd, p, i + 1 if len(pieces) > 1 else None))
+                     for i, p in enumerate(pieces))
+        if len(pieces) == 1:
+            return 1, tokens
+        # reduce: about one request per budget-full of partial summaries
+        partial_tokens = len(pieces) * len(pd.speakers) * (self.lengths.daily_chars // 4 + 20)
+        reduce_calls = max(1, -(-partial_tokens // self.cfg.input_budget_tokens))
+        return len(pieces) + reduce_calls, tokens + partial_tokens
+
+    async def aclose(self) -> None:
+        await self.client.aclose()

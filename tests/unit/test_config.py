@@ -1,0 +1,178 @@
+"""Settings: defaults < config/default.toml < --config FILE < MEMPIPE_* env < explicit overrides."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from pipeline.config import DEFAULT_CONFIG, Settings, load_settings
+from pipeline.errors import ConfigError, MempipeError
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "example-override.toml"
+GUILD = 1150000000000000001
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch):
+    """A developer's own MEMPIPE_* variables must not leak into these tests."""
+    for name in list(os.environ):
+        if name.startswith("MEMPIPE_"):
+            monkeypatch.delenv(name)
+
+
+def write(tmp_path, text: str, name: str = "override.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# ---------------------------------------------------------------- defaults
+
+def test_defaults():
+    s = load_settings()
+    assert s.database_url == "sqlite:///var/mempipe.db"
+    assert s.summarizer == "extractive"
+    assert s.retention_days == 30
+    assert s.max_message_chars == 2000
+    assert s.timezones.default == "UTC"
+    assert s.timezones.guilds == {}
+    assert (s.summary.daily_chars, s.summary.historical_chars, s.summary.context_chars,
+            s.summary.facts_chars) == (300, 500, 1200, 800)
+
+
+def test_default_toml_exists_and_agrees_with_the_code_defaults():
+    assert DEFAULT_CONFIG.is_file()
+    from_file, from_code = load_settings(), Settings()
+    for section in ("database_url", "summarizer", "retention_days", "max_message_chars",
+                    "timezones", "summary"):
+        assert getattr(from_file, section) == getattr(from_code, section), section
+
+
+def test_default_timezone_is_used_for_every_guild_and_dms():
+    s = load_settings()
+    assert s.timezones.for_guild(GUILD) == ZoneInfo("UTC")
+    assert s.timezones.for_guild(None) == ZoneInfo("UTC")
+
+
+# ---------------------------------------------------------------- override files
+
+def test_override_file_deep_merges(tmp_path):
+    s = load_settings(write(tmp_path, "[summary]\ndaily_chars = 420\n"))
+    assert s.summary.daily_chars == 420
+    # Everything else keeps its default, including the rest of [summary].
+    assert (s.summary.historical_chars, s.summary.context_chars, s.summary.facts_chars) == (500, 1200, 800)
+    assert s.retention_days == 30
+    assert s.timezones.default == "UTC"
+    assert s.database_url == "sqlite:///var/mempipe.db"
+
+
+def test_override_file_is_not_remembered_by_the_next_load(tmp_path):
+    assert load_settings(write(tmp_path, "retention_days = 9\n")).retention_days == 9
+    assert load_settings().retention_days == 30
+
+
+def test_example_override():
+    s = load_settings(EXAMPLE)
+    assert s.retention_days == 14
+    assert s.summary.daily_chars == 400
+    assert s.summary.historical_chars == 500
+    assert s.timezones.default == "Europe/Berlin"
+    assert s.timezones.guilds == {GUILD: "America/New_York"}  # string key in TOML, int here
+    assert s.timezones.for_guild(GUILD) == ZoneInfo("America/New_York")
+    assert s.timezones.for_guild(GUILD + 1) == ZoneInfo("Europe/Berlin")
+    assert s.timezones.for_guild(None) == ZoneInfo("Europe/Berlin")
+
+
+def test_guild_ids_are_exact_integers(tmp_path):
+    big = 2**63 - 1
+    s = load_settings(write(tmp_path, f'[timezones.guilds]\n"{big}" = "Asia/Tokyo"\n'))
+    assert s.timezones.guilds == {big: "Asia/Tokyo"}
+    assert s.timezones.for_guild(big) == ZoneInfo("Asia/Tokyo")
+    assert s.timezones.for_guild(big - 1) == ZoneInfo("UTC")
+
+
+def test_missing_config_file(tmp_path):
+    missing = tmp_path / "nope.toml"
+    with pytest.raises(ConfigError, match="does not exist") as info:
+        load_settings(missing)
+    assert str(missing) in str(info.value)
+    assert isinstance(info.value, MempipeError)
+
+
+def test_a_directory_is_not_a_config_file(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_settings(tmp_path)
+
+
+# ---------------------------------------------------------------- environment and overrides
+
+def test_env_overrides_the_file(tmp_path, monkeypatch):
+    path = write(tmp_path, "[summary]\ndaily_chars = 420\nhistorical_chars = 450\n")
+    monkeypatch.setenv("MEMPIPE_SUMMARY__DAILY_CHARS", "450")
+    s = load_settings(path)
+    assert s.summary.daily_chars == 450
+    assert s.summary.historical_chars == 450  # from the file: the env only replaced one key
+    assert s.summary.context_chars == 1200    # from the defaults
+
+
+def test_env_overrides_the_defaults(monkeypatch):
+    monkeypatch.setenv("MEMPIPE_RETENTION_DAYS", "21")
+    monkeypatch.setenv("MEMPIPE_TIMEZONES__DEFAULT", "Asia/Tokyo")
+    s = load_settings()
+    assert s.retention_days == 21
+    assert s.timezones.default == "Asia/Tokyo"
+    assert s.summary.daily_chars == 300
+
+
+def test_explicit_overrides_beat_env_and_none_is_ignored(monkeypatch, tmp_path):
+    monkeypatch.setenv("MEMPIPE_DATABASE_URL", "sqlite:///env.db")
+    s = load_settings(write(tmp_path, 'database_url = "sqlite:///file.db"\n'), database_url="sqlite:///cli.db")
+    assert s.database_url == "sqlite:///cli.db"
+    assert load_settings(database_url=None).database_url == "sqlite:///env.db"
+
+
+# ---------------------------------------------------------------- invalid configuration
+
+def test_unknown_default_timezone(tmp_path):
+    path = write(tmp_path, '[timezones]\ndefault = "Mars/Olympus_Mons"\n')
+    with pytest.raises(ConfigError, match="Mars/Olympus_Mons") as info:
+        load_settings(path)
+    assert "unknown timezone" in str(info.value)
+    assert str(path) in str(info.value)  # says which file
+
+
+def test_unknown_guild_timezone(tmp_path):
+    with pytest.raises(ConfigError, match=r"unknown timezone 'Nowhere/Town'"):
+        load_settings(write(tmp_path, f'[timezones.guilds]\n"{GUILD}" = "Nowhere/Town"\n'))
+
+
+def test_unknown_timezone_from_env(monkeypatch):
+    monkeypatch.setenv("MEMPIPE_TIMEZONES__DEFAULT", "Atlantis/Capital")
+    with pytest.raises(ConfigError, match="Atlantis/Capital"):
+        load_settings()
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("retention_days = 3\n", "retention_days"),
+    ("[summary]\ndaily_chars = 10\n", "daily_chars"),
+    ('summarizer = "gpt"\n', "summarizer"),
+    ("colour = \"blue\"\n", "colour"),
+])
+def test_invalid_values_and_unknown_keys_are_refused_by_name(tmp_path, text, needle):
+    with pytest.raises(ConfigError, match=needle):
+        load_settings(write(tmp_path, text))
+
+
+@pytest.mark.parametrize("text", ["[summary]\ndaily_char = 400\n", '[timezones]\ndefualt = "Europe/Lisbon"\n'])
+def test_misspelt_keys_inside_a_section_are_refused(tmp_path, text):
+    with pytest.raises(ConfigError):
+        load_settings(write(tmp_path, text))
+
+
+def test_malformed_toml_names_the_file(tmp_path):
+    path = write(tmp_path, "retention_days = \n", name="broken.toml")
+    with pytest.raises(ConfigError, match="broken.toml"):
+        load_settings(path)
