@@ -265,6 +265,7 @@ def _default_responder(request: RecordedRequest) -> str:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = True  # server_close() joins handler threads
+    request_queue_size = 1024  # listen() backlog; the default 5 drops SYNs under bursts (1 s stalls)
     fake: "FakeGemini"
 
     def handle_error(self, request, client_address):
