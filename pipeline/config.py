@@ -94,6 +94,7 @@ class GeminiSettings(BaseModel):
     input_budget_tokens: int = Field(8000, ge=200, description="largest prompt sent; bigger days are map-reduced")
     max_output_tokens: int = Field(4096, ge=64)
     degraded_retry_budget: int = Field(3, ge=0, description="later runs that retry a degraded row")
+    rate_window_s: float = Field(60.0, gt=0, description="the limits' window: leave at 60 (tests shrink it)")
     limits: dict[str, ModelLimits] = Field(default_factory=dict)
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
 

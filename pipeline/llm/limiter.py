@@ -16,9 +16,14 @@ WINDOW_S = 60.0
 
 class RateLimiter:
     def __init__(self, rpm: int | None, tpm: int | None, rpd: int | None = None, *,
+                 window_s: float = WINDOW_S,
                  monotonic: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep):
         self.rpm, self.tpm, self.rpd = rpm, tpm, rpd
+        self.window = window_s
+        # A small margin: the server counts arrivals, we count departures, and the two clocks
+        # differ by network jitter. 2% of the window, at most half a second.
+        self.margin = min(window_s * 0.02, 0.5)
         self._now, self._sleep = monotonic, sleep
         self._events: collections.deque[tuple[float, int]] = collections.deque()
         self._tokens_in_window = 0
@@ -29,7 +34,7 @@ class RateLimiter:
         self.waited_s = 0.0
 
     def _prune(self, now: float) -> None:
-        while self._events and self._events[0][0] <= now - WINDOW_S:
+        while self._events and self._events[0][0] <= now - self.window:
             _, tokens = self._events.popleft()
             self._tokens_in_window -= tokens
 
@@ -37,7 +42,7 @@ class RateLimiter:
         if self._blocked_until > now:
             return self._blocked_until - now
         if self.rpm is not None and len(self._events) >= self.rpm:
-            return self._events[0][0] + WINDOW_S - now
+            return self._events[0][0] + self.window + self.margin - now
         if self.tpm is not None and self._events and self._tokens_in_window + tokens > self.tpm:
             # free enough of the window for this request (a request larger than the whole
             # budget goes alone in an empty window rather than never)
@@ -45,8 +50,8 @@ class RateLimiter:
             for t, tok in self._events:
                 freed += tok
                 if freed >= need:
-                    return t + WINDOW_S - now
-            return self._events[-1][0] + WINDOW_S - now
+                    return t + self.window + self.margin - now
+            return self._events[-1][0] + self.window + self.margin - now
         return 0.0
 
     async def acquire(self, tokens: int) -> None:
@@ -63,7 +68,7 @@ class RateLimiter:
                 if wait <= 0:
                     break
                 self.waited_s += wait
-                await self._sleep(wait + 0.001)
+                await self._sleep(wait)
             self._events.append((self._now(), tokens))
             self._tokens_in_window += tokens
             self._today += 1

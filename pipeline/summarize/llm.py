@@ -74,7 +74,7 @@ class LLMSummarizer:
     def _limiter(self, model: str) -> RateLimiter:
         if model not in self._limiters:
             lim = self.cfg.limits.get(model)
-            kwargs = {"sleep": self._sleep}
+            kwargs = {"sleep": self._sleep, "window_s": self.cfg.rate_window_s}
             if self._monotonic is not None:
                 kwargs["monotonic"] = self._monotonic
             self._limiters[model] = RateLimiter(lim.rpm if lim else None, lim.tpm if lim else None,
