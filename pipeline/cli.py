@@ -334,6 +334,16 @@ def contexts_cmd(state: State, scope, user_id, as_json):
 
 # ---------------------------------------------------------------- facts
 
+async def _closing(rc, coro):
+    """Await `coro`, then release the summarizer's HTTP client on the same event loop."""
+    try:
+        return await coro
+    finally:
+        close = getattr(rc.summarizer, "aclose", None)
+        if close is not None:
+            await close()
+
+
 @cli.group()
 def facts():
     """Remember and forget facts about a user (per scope)."""
@@ -356,7 +366,8 @@ def facts_remember(state: State, scope, user_id, text):
     from .stages.facts import remember
 
     store = state.store()
-    blob = asyncio.run(remember(state.context(store), scope, user_id, text))
+    rc = state.context(store)
+    blob = asyncio.run(_closing(rc, remember(rc, scope, user_id, text)))
     click.echo(blob)
 
 
@@ -374,7 +385,8 @@ def facts_forget(state: State, scope, user_id, text):
     from .stages.facts import forget
 
     store = state.store()
-    found = asyncio.run(forget(state.context(store), scope, user_id, text))
+    rc = state.context(store)
+    found = asyncio.run(_closing(rc, forget(rc, scope, user_id, text)))
     click.echo("forgotten" if found else "not found (recorded anyway: it will be kept out of future summaries)")
 
 

@@ -303,3 +303,24 @@ def test_dry_run_estimates_calls_and_tokens_without_calling(db_url, settings, se
     monkeypatch.delenv("GEMINI_API_KEY")
     missing = runner.invoke(cli, base + ["run"])
     assert missing.exit_code == 1 and "GEMINI_API_KEY" in missing.output
+
+
+def test_facts_through_gemini(db_url, settings, server, monkeypatch, tmp_path):
+    from click.testing import CliRunner
+
+    from pipeline.cli import cli
+
+    config = tmp_path / "gemini.toml"
+    config.write_text(f'summarizer = "gemini"\n[gemini]\nbase_url = "{server.url}"\n'
+                      '[gemini.limits."gemini-2.5-flash"]\nrpm = 100000\n')
+    monkeypatch.setenv("GEMINI_API_KEY", "test-key")
+    runner = CliRunner()
+    base = ["--db", db_url, "--config", str(config)]
+    assert runner.invoke(cli, base + ["db", "upgrade"]).exit_code == 0
+    out = runner.invoke(cli, base + ["facts", "remember", "--scope", "guild:1", "--user", "5", "Ana keeps bees."],
+                        catch_exceptions=False)
+    assert out.exit_code == 0 and "Ana keeps bees." in out.output
+    assert any("<new_fact>Ana keeps bees.</new_fact>" in r.prompt_text for r in server.calls())
+    out = runner.invoke(cli, base + ["facts", "forget", "--scope", "guild:1", "--user", "5", "keeps bees"],
+                        catch_exceptions=False)
+    assert out.exit_code == 0 and out.output.startswith("forgotten")
