@@ -171,7 +171,7 @@ class LLMSummarizer:
         current: list[ChatLine] = []
         used = 0
         for ln in lines:
-            cost = len(ln.text) + len(ln.name) * 2 + 120  # the <message …> wrapper and a <speaker> entry
+            cost = len(ln.text) + len(ln.reply_to_name or "") + len(ln.name) + 70  # <m …> and a <speaker> entry
             if current and used + cost > room_chars:
                 out.append(tuple(current))
                 current, used = [], 0

@@ -11,7 +11,7 @@ import re
 
 _SPEAKER = re.compile(r'<speaker handle="(p\d+)">([^<]*)</speaker>')
 _REDUCE_SPEAKER = re.compile(r'<speaker handle="(p\d+)" name="([^"]*)">(.*?)</speaker>', re.DOTALL)
-_MESSAGE = re.compile(r'<message [^>]*speaker="(p\d+)"[^>]*>(.*?)</message>', re.DOTALL)
+_MESSAGE = re.compile(r'<m [^>]*\bs="(p\d+)"[^>]*>(.*?)</m>', re.DOTALL)
 _PARTIAL = re.compile(r"<partial>(.*?)</partial>", re.DOTALL)
 _DAILY_TAG = re.compile(r'<daily date="[^"]*">(.*?)</daily>', re.DOTALL)
 

@@ -93,7 +93,7 @@ def test_replay_with_gemini_one_partition_per_request_escaped_no_ids(store, sett
         import html
         import re
 
-        texts = [html.unescape(t) for t in re.findall(r"<message [^>]*>(.*?)</message>", req.prompt_text, re.S)]
+        texts = [html.unescape(t) for t in re.findall(r"<m [^>]*>(.*?)</m>", req.prompt_text, re.S)]
         partitions = set().union(*(where[t] for t in texts))
         assert len(partitions) == 1, partitions
         assert req.prompt_text.count("</messages>") == 1

@@ -70,14 +70,14 @@ def test_quotes_in_names_are_escaped_inside_attributes():
     name = 'Ana" evil="1'
     line = ChatLine(10, 1, name, "hi", TS, reply_to_name="Bo' x='y")
     out = render_daily([line])
-    message = re.search(r"<message [^>]*>", out).group(0)
+    message = re.search(r"<m [^>]*>", out).group(0)
     assert 'evil="1"' not in out and "x='y'" not in out
-    assert 'from="Ana&#34; evil=&#34;1"' in message
-    assert "replying_to=\"Bo&#39; x=&#39;y\"" in message
+    assert '>Ana&#34; evil=&#34;1</speaker>' in out
+    assert "re=\"Bo&#39; x=&#39;y\"" in message
     # The name cannot add attributes of its own.
     attributes = re.findall(r'\s(\w+)="', message)
     assert "evil" not in attributes and "x" not in attributes
-    assert attributes.count("from") == 1 and attributes.count("replying_to") == 1
+    assert attributes.count("s") == 1 and attributes.count("re") == 1
 
 
 def test_speaker_names_and_forgotten_facts_are_escaped():
@@ -104,10 +104,11 @@ def test_daily_lists_every_line_with_its_time_and_reply():
     lines = [ChatLine(10, 1, "Ana", "first", TS),
              ChatLine(11, 2, "Bo", "second", TS + dt.timedelta(minutes=5), reply_to_name="Ana")]
     out = render_daily(lines)
-    first = re.search(r"<message [^>]*>first</message>", out).group(0)
-    second = re.search(r"<message [^>]*>second</message>", out).group(0)
-    assert 'time="09:30"' in first and 'from="Ana"' in first and "replying_to" not in first
-    assert 'time="09:35"' in second and 'from="Bo"' in second and 'replying_to="Ana"' in second
+    first = re.search(r"<m [^>]*>first</m>", out).group(0)
+    second = re.search(r"<m [^>]*>second</m>", out).group(0)
+    assert 't="09:30"' in first and 's="s1"' in first and "re=" not in first
+    assert 't="09:35"' in second and 's="s2"' in second and 're="Ana"' in second
+    assert '<speaker handle="s1">Ana</speaker>' in out and '<speaker handle="s2">Bo</speaker>' in out
     assert out.index(first) < out.index(second)
     assert '<day date="2026-11-05">' in out
     assert "Never mention" not in out  # no forgotten facts, no such section
