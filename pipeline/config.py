@@ -111,6 +111,10 @@ class Settings(BaseSettings):
     summarizer: Literal["extractive", "gemini"] = "extractive"
     retention_days: int = Field(30, ge=8)
     max_message_chars: int = Field(2000, ge=16)
+    # PostgreSQL connection pool (SQLite ignores these): connections kept open, and extra ones
+    # allowed on top of them under load.
+    pool_size: int = Field(5, ge=1)
+    pool_max_overflow: int = Field(10, ge=0)
     timezones: Timezones = Field(default_factory=Timezones)
     summary: SummaryLengths = Field(default_factory=SummaryLengths)
     gemini: GeminiSettings = Field(default_factory=GeminiSettings)

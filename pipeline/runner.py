@@ -7,9 +7,12 @@ a rerun resumes), and never holds one transaction for the whole run.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import logging
 from dataclasses import dataclass
+
+import filelock
 from typing import Callable
 
 from .calendar import HISTORY_DAYS, day_bounds, days_between
@@ -70,12 +73,17 @@ async def bring_up_to_date(ctx: RunContext, daily_days: list[dt.date] | None, as
     done = 0
     # Partition-days run concurrently up to the configured cap: an LLM summarizer keeps several
     # requests in flight (its limiter keeps them inside the quota); each writes its own rows.
-    gate = asyncio.Semaphore(ctx.settings.gemini.concurrency if ctx.summarizer.kind != "extractive" else 1)
+    busy: list[tuple[str, int | None, dt.date]] = []
 
-    async def one(partition: str, guild: int | None, day: dt.date) -> None:
+    async def one(partition: str, guild: int | None, day: dt.date, wait: bool = False) -> None:
         nonlocal done
-        async with gate:
-            status = await run_daily(ctx, partition, guild, day)
+        async with ctx.slot():
+            # First pass: skip what another run is computing right now (both runs then share the
+            # work); second pass: wait for those and find them done.
+            status = await run_daily(ctx, partition, guild, day, wait=wait)
+        if status == "busy":
+            busy.append((partition, guild, day))
+            return
         if status != "empty":
             plan["partition_days"] += 1
         if status in ("planned", "computed", "failed"):
@@ -84,14 +92,15 @@ async def bring_up_to_date(ctx: RunContext, daily_days: list[dt.date] | None, as
         if progress:
             progress(done, total)
 
-    tasks = [asyncio.ensure_future(one(*item)) for item in work]
-    try:
-        await asyncio.gather(*tasks)
-    except BaseException:
-        for t in tasks:  # a store outage stops the run: cancel the rest, keep what is written
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
+    for items, wait in ((work, False), (busy, True)):
+        tasks = [asyncio.ensure_future(one(*item, wait=wait)) for item in list(items)]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for t in tasks:  # a store outage stops the run: cancel the rest, keep what is written
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
     for p in parts:
         await run_historical(ctx, p["partition"], p["guild_id"], day1_for(p["guild_id"]))
         done += 1
@@ -105,9 +114,41 @@ async def bring_up_to_date(ctx: RunContext, daily_days: list[dt.date] | None, as
     return plan
 
 
+def _sqlite_run_lock(ctx: RunContext):
+    """SQLite: one run at a time per database file (a second waits, then finds its work done).
+    PostgreSQL runs share the work through per-item claims instead (stages/claims.py)."""
+    url = ctx.store.engine.url
+    if ctx.dry_run or url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
+        return contextlib.nullcontext()
+    lock = filelock.FileLock(url.database + ".run.lock")
+    try:
+        lock.acquire(timeout=0)
+    except filelock.Timeout:
+        log.warning("another mempipe run holds %s.run.lock; waiting for it", url.database)
+        lock.acquire()
+    return _Release(lock)
+
+
+class _Release:
+    def __init__(self, lock):
+        self.lock = lock
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.lock.release()
+
+
 async def execute(ctx: RunContext, kind: str, date_from: dt.date | None, date_to: dt.date | None,
                   guild_id: int | None = None, progress: Progress | None = None) -> RunResult:
     """Record a pipeline_runs row around one run or replay; a failure is recorded with its cause."""
+    with _sqlite_run_lock(ctx):
+        return await _execute(ctx, kind, date_from, date_to, guild_id, progress)
+
+
+async def _execute(ctx: RunContext, kind: str, date_from: dt.date | None, date_to: dt.date | None,
+                   guild_id: int | None, progress: Progress | None) -> RunResult:
     run_id = ctx.store.start_run(kind, date_from, date_to, guild_id, ctx.dry_run, ctx.now())
     try:
         if kind == "replay":

@@ -72,8 +72,12 @@ class Store:
         self.engine = engine
 
     @classmethod
-    def open(cls, url: str, *, check_schema: bool = True) -> "Store":
-        store = cls(make_engine(url))
+    def open(cls, url: str, *, check_schema: bool = True, pool_size: int | None = None,
+             max_overflow: int | None = None) -> "Store":
+        """pool_size / max_overflow (PostgreSQL only; None: make_engine's defaults) usually come
+        from settings.pool_size / settings.pool_max_overflow."""
+        pool = {k: v for k, v in (("pool_size", pool_size), ("max_overflow", max_overflow)) if v is not None}
+        store = cls(make_engine(url, **pool))
         if check_schema:
             try:
                 require_current(store.engine)
@@ -110,8 +114,14 @@ class Store:
 
     def write_messages(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
         """Upsert a batch inside the caller's transaction. Idempotent by message id; an edit
-        (a newer edited_ts) replaces the text."""
+        (a newer edited_ts) replaces the text.
+
+        PostgreSQL: COPY into a per-transaction temporary staging table, then one
+        INSERT … SELECT … ON CONFLICT (see _pg_copy_messages). SQLite: one executemany upsert."""
         if not rows:
+            return
+        if conn.dialect.name == "postgresql":
+            self._pg_copy_messages(conn, rows)
             return
         insert = _insert_for(conn)
         stmt = insert(chat_history)
@@ -125,6 +135,73 @@ class Store:
             where=newer,
         )
         conn.execute(stmt, list(rows))
+
+    # PostgreSQL bulk ingest, write_messages' helpers. COPY has no ON CONFLICT, so a batch goes
+    # COPY -> temporary staging table -> one INSERT … SELECT … ON CONFLICT into chat_history,
+    # all on the caller's connection and in its transaction: a failed import rolls back the
+    # staged and the upserted rows alike. The staging table lives as long as the transaction
+    # (ON COMMIT DROP; a rollback undoes its CREATE), so whether it exists is asked of the
+    # database (to_regclass in pg_temp) and never remembered in Python, where it would go stale
+    # after a rollback.
+
+    _PG_STAGING = "mempipe_stg_chat"
+    _MESSAGE_COLUMNS = tuple(c.name for c in chat_history.columns)
+    _MESSAGE_TIMES = frozenset(c.name for c in chat_history.columns
+                               if isinstance(getattr(c.type, "impl", c.type), sa.DateTime))
+    _PG_COLUMN_LIST = ", ".join(f'"{c}"' for c in _MESSAGE_COLUMNS)
+    _PG_STAGING_EXISTS = f"SELECT to_regclass('pg_temp.{_PG_STAGING}') IS NOT NULL"
+    _PG_STAGING_CREATE = (f"CREATE TEMPORARY TABLE {_PG_STAGING} (LIKE chat_history INCLUDING DEFAULTS) "
+                          f"ON COMMIT DROP")
+    _PG_STAGING_EMPTY = f"TRUNCATE {_PG_STAGING}"
+    _PG_STAGING_COPY = f"COPY {_PG_STAGING} ({_PG_COLUMN_LIST}) FROM STDIN"
+    # The Core upsert's semantics: idempotent by message id; a strictly newer edited_ts replaces
+    # text and edited_ts, nothing else changes. DISTINCT ON is defensive: the importer already
+    # merges a batch per message id, keeping the newest edit.
+    _PG_STAGING_UPSERT = (
+        f"INSERT INTO chat_history ({_PG_COLUMN_LIST})\n"
+        f"SELECT DISTINCT ON (message_id) {_PG_COLUMN_LIST} FROM {_PG_STAGING}\n"
+        f"ORDER BY message_id, edited_ts DESC NULLS LAST\n"
+        f"ON CONFLICT (message_id) DO UPDATE SET text = EXCLUDED.text, edited_ts = EXCLUDED.edited_ts\n"
+        f"WHERE EXCLUDED.edited_ts IS NOT NULL\n"
+        f"  AND (chat_history.edited_ts IS NULL OR EXCLUDED.edited_ts > chat_history.edited_ts)"
+    )
+
+    @classmethod
+    def _pg_copy_messages(cls, conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
+        try:  # bad values fail before anything is sent, as a StatementError like SQLite's bind error
+            records = [cls._pg_copy_record(r) for r in rows]
+        except ValueError as exc:
+            raise sa.exc.StatementError(str(exc), cls._PG_STAGING_COPY, None, exc) from exc
+        # Through SQLAlchemy: it begins the transaction if nothing has yet, and wraps errors.
+        if conn.exec_driver_sql(cls._PG_STAGING_EXISTS).scalar_one():
+            conn.exec_driver_sql(cls._PG_STAGING_EMPTY)
+        else:
+            conn.exec_driver_sql(cls._PG_STAGING_CREATE)
+        raw = conn.connection.driver_connection  # the psycopg connection: same session, same transaction
+        dbapi = conn.dialect.loaded_dbapi
+        try:
+            with raw.cursor() as cur, cur.copy(cls._PG_STAGING_COPY) as copy:
+                for record in records:
+                    copy.write_row(record)
+        except dbapi.Error as exc:  # a SQLAlchemy error like any other statement's (-> StoreError)
+            raise sa.exc.DBAPIError.instance(cls._PG_STAGING_COPY, None, exc, dbapi.Error,
+                                             dialect=conn.dialect) from exc
+        conn.exec_driver_sql(cls._PG_STAGING_UPSERT)
+
+    @classmethod
+    def _pg_copy_record(cls, row: dict[str, Any]) -> tuple:
+        """One row for COPY: columns in table order; timestamps as aware UTC datetimes (psycopg
+        sends them as timestamptz), ids as the ints given. A missing optional column is NULL,
+        as in the executemany path."""
+        out = []
+        for name in cls._MESSAGE_COLUMNS:
+            value = row.get(name)
+            if value is not None and name in cls._MESSAGE_TIMES:
+                if not isinstance(value, dt.datetime) or value.utcoffset() is None:
+                    raise ValueError(f"timestamps must be timezone-aware datetimes, got {name}={value!r}")
+                value = value.astimezone(UTC)
+            out.append(value)
+        return tuple(out)
 
     def write_members(self, conn: Connection, rows: Iterable[dict[str, Any]]) -> None:
         rows = list(rows)
@@ -503,3 +580,46 @@ def _context_users(self: Store, scope: str) -> set[int]:
 
 Store.context_scopes = _wrap("listing contexts")(_context_scopes)
 Store.context_users = _wrap("listing contexts")(_context_users)
+
+
+class AdvisoryLock:
+    """A PostgreSQL session advisory lock held on its own pooled connection."""
+
+    def __init__(self, store: Store, key: int):
+        self.store, self.key = store, key
+        self.conn: Connection | None = None
+        self.held = False
+
+    def try_acquire(self) -> bool:
+        try:
+            if self.conn is None:
+                self.conn = self.store.engine.connect()
+            got = self.conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"), {"k": self.key}).scalar_one()
+            self.conn.commit()  # session-level lock: it outlives this transaction
+        except sa.exc.SQLAlchemyError as exc:
+            self.release()
+            raise StoreError(f"database error while claiming work: {getattr(exc, 'orig', None) or exc}") from exc
+        self.held = bool(got)
+        return self.held
+
+    def release(self) -> None:
+        if self.conn is None:
+            return
+        try:
+            if self.held:
+                self.conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": self.key})
+                self.conn.commit()
+        except sa.exc.SQLAlchemyError:
+            # the connection is broken: invalidate it so the pool never hands out a session that
+            # might still hold the lock (the server drops it with the session)
+            self.conn.invalidate()
+        finally:
+            self.conn.close()
+            self.conn, self.held = None, False
+
+
+def _advisory_lock(self: Store, key: int) -> AdvisoryLock:
+    return AdvisoryLock(self, key)
+
+
+Store.advisory_lock = _advisory_lock

@@ -10,7 +10,9 @@ from sqlalchemy.engine import Engine
 from ..errors import ConfigError
 
 
-def make_engine(url: str, *, pool_size: int = 5) -> Engine:
+def make_engine(url: str, *, pool_size: int = 5, max_overflow: int = 10) -> Engine:
+    """An engine for the URL. pool_size / max_overflow size PostgreSQL's connection pool
+    (settings.pool_size / settings.pool_max_overflow); SQLite ignores them."""
     try:
         parsed = sa.engine.make_url(url)
     except sa.exc.ArgumentError as exc:
@@ -37,5 +39,5 @@ def make_engine(url: str, *, pool_size: int = 5) -> Engine:
     if backend == "postgresql":
         if parsed.get_driver_name() != "psycopg":
             raise ConfigError(f"use the psycopg 3 driver: postgresql+psycopg://… (got {parsed.drivername})")
-        return sa.create_engine(url, pool_size=pool_size, pool_pre_ping=True)
+        return sa.create_engine(url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True)
     raise ConfigError(f"unsupported database {backend!r}: mempipe runs on SQLite or PostgreSQL")

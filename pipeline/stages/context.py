@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from dataclasses import asdict, dataclass, field
 from zoneinfo import ZoneInfo
@@ -58,6 +59,16 @@ class RunContext:
     stats: RunStats = field(default_factory=RunStats)
     force: bool = False
     dry_run: bool = False
+    _gate: asyncio.Semaphore | None = field(default=None, repr=False)
+
+    def slot(self) -> asyncio.Semaphore:
+        """Bounds the items in flight (partition-days, historical rows, merges): the model's
+        concurrency for an LLM summarizer, one at a time for the extractive one. Each item in
+        flight may hold one pooled connection (its claim), so the pool must be larger."""
+        if self._gate is None:
+            n = self.settings.gemini.concurrency if self.summarizer.kind != "extractive" else 1
+            self._gate = asyncio.Semaphore(n)
+        return self._gate
 
     def retry_degraded(self, row: dict | None) -> bool:
         """A row a fallback produced is retried by later runs, a bounded number of times, and only

@@ -12,6 +12,7 @@ from ..errors import SummarizerError
 from ..hashing import input_hash
 from ..summarize.base import ChatLine, PartitionDay
 from ..summarize.text import scrub
+from .claims import Busy, claim
 from .context import RunContext
 
 log = logging.getLogger(__name__)
@@ -70,8 +71,10 @@ def daily_input_hash(pd: PartitionDay, forgotten: dict[int, list[str]], fingerpr
     )
 
 
-async def run_daily(ctx: RunContext, partition: str, guild_id: int | None, day: dt.date) -> str:
-    """Bring one partition-day up to date. Returns 'empty', 'cached', 'planned' or 'computed'."""
+async def run_daily(ctx: RunContext, partition: str, guild_id: int | None, day: dt.date, *,
+                    wait: bool = True) -> str:
+    """Bring one partition-day up to date. Returns 'empty', 'cached', 'planned', 'failed',
+    'computed', or 'busy' when another run is computing it and `wait` is false."""
     pd = build_partition_day(ctx, partition, guild_id, day)
     if pd is None:
         return "empty"
@@ -79,8 +82,11 @@ async def run_daily(ctx: RunContext, partition: str, guild_id: int | None, day: 
     forgotten = ctx.store.forgotten(pd.speakers)
     pd = dataclasses.replace(pd, forgotten=tuple(f for uid in sorted(forgotten) for f in forgotten[uid]))
     key = daily_input_hash(pd, forgotten, ctx.summarizer.fingerprint("daily"))
-    existing = ctx.store.partition_day(partition, day)
-    if existing is not None and existing["input_hash"] == key and not ctx.force and not ctx.retry_degraded(existing):
+
+    def fresh(row: dict | None) -> bool:
+        return row is not None and row["input_hash"] == key and not ctx.force and not ctx.retry_degraded(row)
+
+    if fresh(ctx.store.partition_day(partition, day)):
         ctx.stats.cache_hits += 1
         return "cached"
     if ctx.dry_run:
@@ -90,10 +96,24 @@ async def run_daily(ctx: RunContext, partition: str, guild_id: int | None, day: 
         ctx.stats.planned_prompt_tokens += tokens
         return "planned"
     try:
+        async with claim(ctx, f"daily:{partition}:{day.isoformat()}", wait=wait):
+            existing = ctx.store.partition_day(partition, day)  # another run may have just written it
+            if fresh(existing):
+                ctx.stats.cache_hits += 1
+                return "cached"
+            return await _compute_daily(ctx, pd, key, forgotten, existing)
+    except Busy:
+        ctx.stats.partition_days -= 1  # counted again when it is retried
+        return "busy"
+
+
+async def _compute_daily(ctx: RunContext, pd: PartitionDay, key: str, forgotten: dict[int, list[str]],
+                         existing: dict | None) -> str:
+    try:
         outcome = await ctx.summarizer.daily(pd)
     except SummarizerError as exc:
         ctx.stats.errors += 1
-        log.warning("daily summary of %s %s failed: %s", partition, day, exc)
+        log.warning("daily summary of %s %s failed: %s", pd.partition, pd.day, exc)
         return "failed"
     ctx.stats.record(outcome)
     summaries: dict[int, str] = {}
@@ -106,7 +126,7 @@ async def run_daily(ctx: RunContext, partition: str, guild_id: int | None, day: 
     ctx.stats.dropped_user_ids += dropped
     ctx.store.replace_daily(
         {
-            "partition": partition, "day": day, "input_hash": key,
+            "partition": pd.partition, "day": pd.day, "input_hash": key,
             "message_count": len(pd.lines), "user_count": len(pd.speakers),
             "summarizer": ctx.summarizer.kind,
             "degraded": outcome.degraded_reason is not None,

@@ -10,6 +10,7 @@ everyone who can read S (DESIGN.md, "scope"):
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from typing import Callable
 
@@ -17,6 +18,7 @@ from ..calendar import Scope, parse_scope
 from ..errors import SummarizerError
 from ..hashing import input_hash
 from ..summarize.text import scrub
+from .claims import claim
 from .context import RunContext
 
 Day1For = Callable[[int | None], dt.date]  # guild id (None for DMs) -> that guild's day 1
@@ -91,39 +93,49 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
         return "empty"
     key = input_hash("merge", str(scope), user_id, name, ctx.summarizer.fingerprint("merge"),
                      facts, day1, historical, forgotten)
-    existing = ctx.store.context_full(str(scope), user_id)
-    if existing is not None and existing["as_of_day"] > as_of:
-        return "stale"  # a replay of an older range never overwrites a newer context
-    if existing is not None and existing["input_hash"] == key and not ctx.force and not ctx.retry_degraded(existing):
-        ctx.stats.cache_hits += 1
-        if existing["as_of_day"] != as_of and not ctx.dry_run:
-            ctx.store.touch_context(str(scope), user_id, as_of)
-        return "cached"
+    def decide(existing: dict | None) -> str | None:
+        if existing is not None and existing["as_of_day"] > as_of:
+            return "stale"  # a replay of an older range never overwrites a newer context
+        if existing is not None and existing["input_hash"] == key and not ctx.force and not ctx.retry_degraded(existing):
+            ctx.stats.cache_hits += 1
+            if existing["as_of_day"] != as_of and not ctx.dry_run:
+                ctx.store.touch_context(str(scope), user_id, as_of)
+            return "cached"
+        return None
+
+    verdict = decide(ctx.store.context_full(str(scope), user_id))
+    if verdict is not None:
+        return verdict
     if ctx.dry_run:
         return "planned"
-    degraded_reason = None
-    if len(non_empty) == 1:
-        text = non_empty[0]  # nothing to merge: no summarizer call
-    else:
-        try:
-            outcome = await ctx.summarizer.merge(name, facts, day1, historical)
-        except SummarizerError:
-            ctx.stats.errors += 1
-            return "failed"
-        ctx.stats.record(outcome)
-        text, degraded_reason = outcome.value, outcome.degraded_reason
-    if degraded_reason is None and any(r["degraded"] for r in day1_rows + hist_rows):
-        degraded_reason = "built from degraded summaries"
-    ctx.store.upsert_context({
-        "scope": str(scope), "user_id": user_id,
-        "context": scrub(text, forgotten, name),
-        "as_of_day": as_of, "made_at": ctx.now(), "input_hash": key, "inputs": inputs,
-        "degraded": degraded_reason is not None, "degraded_reason": degraded_reason,
-        "attempts": (existing["attempts"] + 1 if existing and existing["degraded"] else 1)
-        if degraded_reason and not degraded_reason.startswith("built from") else 1,
-    })
-    ctx.stats.contexts_written += 1
-    return "written"
+    async with claim(ctx, f"merge:{scope}:{user_id}"):
+        existing = ctx.store.context_full(str(scope), user_id)  # another run may have just written it
+        verdict = decide(existing)
+        if verdict is not None:
+            return verdict
+        degraded_reason = None
+        if len(non_empty) == 1:
+            text = non_empty[0]  # nothing to merge: no summarizer call
+        else:
+            try:
+                outcome = await ctx.summarizer.merge(name, facts, day1, historical)
+            except SummarizerError:
+                ctx.stats.errors += 1
+                return "failed"
+            ctx.stats.record(outcome)
+            text, degraded_reason = outcome.value, outcome.degraded_reason
+        if degraded_reason is None and any(r["degraded"] for r in day1_rows + hist_rows):
+            degraded_reason = "built from degraded summaries"
+        ctx.store.upsert_context({
+            "scope": str(scope), "user_id": user_id,
+            "context": scrub(text, forgotten, name),
+            "as_of_day": as_of, "made_at": ctx.now(), "input_hash": key, "inputs": inputs,
+            "degraded": degraded_reason is not None, "degraded_reason": degraded_reason,
+            "attempts": (existing["attempts"] + 1 if existing and existing["degraded"] else 1)
+            if degraded_reason and not degraded_reason.startswith("built from") else 1,
+        })
+        ctx.stats.contexts_written += 1
+        return "written"
 
 
 def users_for_scope(ctx: RunContext, partition: str, day1: dt.date) -> set[int]:
@@ -138,7 +150,14 @@ def users_for_scope(ctx: RunContext, partition: str, day1: dt.date) -> set[int]:
 
 
 async def run_merges(ctx: RunContext, partitions: list[str], day1_for: Day1For) -> None:
+    """Every (scope, user) of these scopes; independent, so an LLM summarizer keeps several in
+    flight within its limits."""
+    jobs = []
     for partition in partitions:
         d1 = day1_for(guild_of_partition(ctx, partition))
-        for user_id in sorted(users_for_scope(ctx, partition, d1)):
-            await merge_one(ctx, parse_scope(partition), user_id, day1_for)
+        jobs.extend((parse_scope(partition), user_id) for user_id in sorted(users_for_scope(ctx, partition, d1)))
+    async def bounded(scope: Scope, user_id: int) -> None:
+        async with ctx.slot():
+            await merge_one(ctx, scope, user_id, day1_for)
+
+    await asyncio.gather(*(bounded(scope, user_id) for scope, user_id in jobs))
