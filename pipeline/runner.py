@@ -50,7 +50,8 @@ def _day1_for(ctx: RunContext, as_of: dt.date | None) -> Day1For:
 
 
 async def bring_up_to_date(ctx: RunContext, daily_days: list[dt.date] | None, as_of: dt.date | None,
-                           guild_id: int | None = None, progress: Progress | None = None) -> dict:
+                           guild_id: int | None = None, progress: Progress | None = None,
+                           only_guilds: Callable[[int | None], bool] | None = None) -> dict:
     """Daily summaries for `daily_days` (default: days 1-7 of each partition), then historical and
     merge as of day 1 (`as_of`, default today in each guild's timezone). Returns the plan."""
     day1_for = _day1_for(ctx, as_of)
@@ -61,6 +62,8 @@ async def bring_up_to_date(ctx: RunContext, daily_days: list[dt.date] | None, as
     oldest_day1 = as_of if as_of is not None else (ctx.now() - _WIDEST).date()
     first = min(daily_days[0] if daily_days else newest, oldest_day1 - dt.timedelta(days=HISTORY_DAYS))
     parts = _partitions(ctx, first, newest, guild_id)
+    if only_guilds is not None:  # e.g. the rollover of one timezone: its guilds (None = DMs)
+        parts = [p for p in parts if only_guilds(p["guild_id"])]
 
     work: list[tuple[str, int | None, dt.date]] = []
     for p in parts:
@@ -107,7 +110,7 @@ async def bring_up_to_date(ctx: RunContext, daily_days: list[dt.date] | None, as
         if progress:
             progress(done, total)
     scopes = [p["partition"] for p in parts]
-    if guild_id is None:
+    if guild_id is None and (only_guilds is None or only_guilds(None)):
         scopes += [s for s in ctx.store.context_scopes("dm:") if s not in scopes]
         scopes += sorted({s["scope"] for s in ctx.store.facts_scopes()} - set(scopes))
     await run_merges(ctx, scopes, day1_for)
@@ -141,20 +144,25 @@ class _Release:
 
 
 async def execute(ctx: RunContext, kind: str, date_from: dt.date | None, date_to: dt.date | None,
-                  guild_id: int | None = None, progress: Progress | None = None) -> RunResult:
-    """Record a pipeline_runs row around one run or replay; a failure is recorded with its cause."""
+                  guild_id: int | None = None, progress: Progress | None = None, *,
+                  only_guilds: Callable[[int | None], bool] | None = None) -> RunResult:
+    """Record a pipeline_runs row around one run or replay; a failure is recorded with its cause.
+    `kind` is "run" (as of date_to, default today per guild), "replay" (date_from..date_to), or
+    a scheduler job name (run semantics, recorded under that name)."""
     with _sqlite_run_lock(ctx):
-        return await _execute(ctx, kind, date_from, date_to, guild_id, progress)
+        return await _execute(ctx, kind, date_from, date_to, guild_id, progress, only_guilds)
 
 
 async def _execute(ctx: RunContext, kind: str, date_from: dt.date | None, date_to: dt.date | None,
-                   guild_id: int | None, progress: Progress | None) -> RunResult:
+                   guild_id: int | None, progress: Progress | None,
+                   only_guilds: Callable[[int | None], bool] | None) -> RunResult:
     run_id = ctx.store.start_run(kind, date_from, date_to, guild_id, ctx.dry_run, ctx.now())
     try:
         if kind == "replay":
-            plan = await bring_up_to_date(ctx, days_between(date_from, date_to), date_to, guild_id, progress)
+            plan = await bring_up_to_date(ctx, days_between(date_from, date_to), date_to, guild_id, progress,
+                                          only_guilds)
         else:
-            plan = await bring_up_to_date(ctx, None, date_to, guild_id, progress)
+            plan = await bring_up_to_date(ctx, None, date_to, guild_id, progress, only_guilds)
     except BaseException as exc:
         await _close(ctx)
         reason = f"{exc.__class__.__name__}: {exc}" if not isinstance(exc, MempipeError) else str(exc)
