@@ -153,7 +153,9 @@ class Store:
     _PG_STAGING_CREATE = (f"CREATE TEMPORARY TABLE {_PG_STAGING} (LIKE chat_history INCLUDING DEFAULTS) "
                           f"ON COMMIT DROP")
     _PG_STAGING_EMPTY = f"TRUNCATE {_PG_STAGING}"
-    _PG_STAGING_COPY = f"COPY {_PG_STAGING} ({_PG_COLUMN_LIST}) FROM STDIN"
+    # Binary COPY: about 3x faster than text on this data; it needs each column's exact type,
+    # compiled from the table (an int8 column gets a Python int, timestamptz an aware datetime).
+    _PG_STAGING_COPY = f"COPY {_PG_STAGING} ({_PG_COLUMN_LIST}) FROM STDIN (FORMAT BINARY)"
     # The Core upsert's semantics: idempotent by message id; a strictly newer edited_ts replaces
     # text and edited_ts, nothing else changes. DISTINCT ON is defensive: the importer already
     # merges a batch per message id, keeping the newest edit.
@@ -181,6 +183,7 @@ class Store:
         dbapi = conn.dialect.loaded_dbapi
         try:
             with raw.cursor() as cur, cur.copy(cls._PG_STAGING_COPY) as copy:
+                copy.set_types([c.type.compile(dialect=conn.dialect).lower() for c in chat_history.columns])
                 for record in records:
                     copy.write_row(record)
         except dbapi.Error as exc:  # a SQLAlchemy error like any other statement's (-> StoreError)
@@ -623,3 +626,39 @@ def _advisory_lock(self: Store, key: int) -> AdvisoryLock:
 
 
 Store.advisory_lock = _advisory_lock
+
+
+# ---------------------------------------------------------------------- retention
+
+_RETENTION_KEYS = {
+    "chat_history": ("message_id",),
+    "partition_days": ("partition", "day"),
+    "daily_summaries": ("partition", "day", "user_id"),
+    "historical_summaries": ("partition", "user_id", "day"),
+    "memory_context": ("scope", "user_id"),
+}
+
+
+def _delete_older_than(self: Store, table_name: str, column: str, cutoff, batch_size: int) -> int:
+    """Delete rows whose `column` < cutoff, `batch_size` rows per transaction (short locks, a
+    bot's reads and a running replay are never blocked for long). Returns rows deleted."""
+    from .db.tables import metadata
+
+    table = metadata.tables[table_name]
+    keys = [table.c[k] for k in _RETENTION_KEYS[table_name]]
+    total = 0
+    while True:
+        with self.engine.begin() as conn:
+            batch = conn.execute(sa.select(*keys).where(table.c[column] < cutoff).limit(batch_size)).all()
+            if not batch:
+                return total
+            if len(keys) == 1:
+                conn.execute(sa.delete(table).where(keys[0].in_([r[0] for r in batch])))
+            else:
+                conn.execute(sa.delete(table).where(sa.tuple_(*keys).in_([tuple(r) for r in batch])))
+            total += len(batch)
+        if len(batch) < batch_size:
+            return total
+
+
+Store.delete_older_than = _wrap("applying retention")(_delete_older_than)

@@ -29,6 +29,10 @@ class RecordingSummarizer:
         self.calls.append(("daily", pd.partition, pd.day))
         return await self.inner.daily(pd)
 
+    async def fold(self, new, previous):
+        self.calls.append(("fold", new.partition, new.day))
+        return await self.inner.fold(new, previous)
+
     async def historical(self, name, dailies):
         self.calls.append(("historical", name))
         return await self.inner.historical(name, dailies)

@@ -29,6 +29,7 @@ class RunStats:
     estimated_cost: float = 0.0
     # not persisted as columns; reported by the CLI
     daily_computed: int = 0
+    daily_folded: int = 0  # of which incremental (only new messages read)
     historical_computed: int = 0
     contexts_written: int = 0
     planned_llm_calls: int = 0

@@ -101,10 +101,67 @@ async def run_daily(ctx: RunContext, partition: str, guild_id: int | None, day: 
             if fresh(existing):
                 ctx.stats.cache_hits += 1
                 return "cached"
+            fold_from = _foldable_prefix(ctx, pd, forgotten, existing)
+            if fold_from:
+                return await _fold_daily(ctx, pd, key, forgotten, existing, fold_from)
             return await _compute_daily(ctx, pd, key, forgotten, existing)
     except Busy:
         ctx.stats.partition_days -= 1  # counted again when it is retried
         return "busy"
+
+
+def _foldable_prefix(ctx: RunContext, pd: PartitionDay, forgotten: dict[int, list[str]],
+                     existing: dict | None) -> int:
+    """How many leading messages the stored summaries already cover, when the only change since
+    is messages appended after them (the live day between refreshes); 0 when a full recompute is
+    needed (an edit, a late message before the cursor, a rename, a prompt or model change)."""
+    if existing is None or existing["degraded"] or ctx.force or existing["summarizer"] != ctx.summarizer.kind:
+        return 0
+    n = existing["message_count"]
+    if not 0 < n < len(pd.lines):
+        return 0
+    prefix = pd.lines[:n]
+    users = {ln.user_id for ln in prefix}
+    prefix_pd = PartitionDay(pd.partition, pd.day, prefix, {u: pd.speakers[u] for u in sorted(users)})
+    prefix_key = daily_input_hash(prefix_pd, forgotten, ctx.summarizer.fingerprint("daily"))
+    return n if prefix_key == existing["input_hash"] else 0
+
+
+async def _fold_daily(ctx: RunContext, pd: PartitionDay, key: str, forgotten: dict[int, list[str]],
+                      existing: dict, n: int) -> str:
+    """Fold only the messages after the first `n` into the running summaries."""
+    previous = {r["user_id"]: r["summary"] for r in ctx.store.dailies(pd.partition, pd.day, pd.day)}
+    new_lines = pd.lines[n:]
+    new_users = sorted({ln.user_id for ln in new_lines})
+    new_pd = dataclasses.replace(pd, lines=new_lines, speakers={u: pd.speakers[u] for u in new_users})
+    try:
+        outcome = await ctx.summarizer.fold(new_pd, {u: previous[u] for u in new_users if u in previous})
+    except SummarizerError as exc:
+        ctx.stats.errors += 1
+        log.warning("folding %s %s failed: %s", pd.partition, pd.day, exc)
+        return "failed"
+    ctx.stats.record(outcome)
+    summaries = dict(previous)
+    for uid, text in outcome.value.items():
+        if uid not in new_pd.speakers:
+            ctx.stats.dropped_user_ids += 1
+            continue
+        summaries[uid] = scrub(text, forgotten.get(uid, []), pd.speakers[uid])
+    ctx.store.replace_daily(
+        {
+            "partition": pd.partition, "day": pd.day, "input_hash": key,
+            "message_count": len(pd.lines), "user_count": len(pd.speakers),
+            "summarizer": ctx.summarizer.kind,
+            "degraded": outcome.degraded_reason is not None,
+            "degraded_reason": outcome.degraded_reason,
+            "attempts": 1 if outcome.degraded_reason is None else 2,
+        },
+        summaries,
+        ctx.now(),
+    )
+    ctx.stats.daily_computed += 1
+    ctx.stats.daily_folded += 1
+    return "computed"
 
 
 async def _compute_daily(ctx: RunContext, pd: PartitionDay, key: str, forgotten: dict[int, list[str]],

@@ -64,6 +64,10 @@ class Summarizer(Protocol):
 
     async def daily(self, partition_day: PartitionDay) -> Outcome[dict[int, str]]: ...
 
+    async def fold(self, new: PartitionDay, previous: dict[int, str]) -> Outcome[dict[int, str]]:
+        """Update running day summaries with messages that arrived since: returns a summary for
+        every speaker of `new` (the others keep theirs)."""
+
     async def historical(self, name: str, dailies: list[tuple[dt.date, str]]) -> Outcome[str]: ...
 
     async def merge(self, name: str, facts: str, day1: str, historical: str) -> Outcome[str]: ...

@@ -61,6 +61,26 @@ class ExtractiveSummarizer:
             out[uid] = shorten(label + quoted, budget)
         return Outcome(out, self._usage())
 
+    async def fold(self, new: PartitionDay, previous: dict[int, str]) -> Outcome[dict[int, str]]:
+        """The running summary's quotes compete with the new sentences for the same budget."""
+        per_user: dict[int, list[str]] = defaultdict(list)
+        for uid, name in new.speakers.items():
+            old = previous.get(uid, "")
+            body = old.split(": ", 1)[1] if old.startswith(f"{name}: ") else ""
+            per_user[uid].extend(s for s in sentences(body)
+                                 if not s.startswith("was present (") and not re.fullmatch(r"wrote \d+ messages?", s))
+        for line in new.lines:
+            per_user[line.user_id].extend(sentences(line.text))
+        budget = self.lengths.daily_chars
+        out: dict[int, str] = {}
+        for uid, name in sorted(new.speakers.items()):
+            label = shorten(f"{name}: ", max(budget // 3, 8))
+            quoted = _quoted_list(per_user[uid], budget - len(label))
+            if not quoted:
+                quoted = previous.get(uid, f"{name}: was present").split(": ", 1)[-1]
+            out[uid] = shorten(label + quoted, budget)
+        return Outcome(out, self._usage())
+
     async def historical(self, name: str, dailies: list[tuple[dt.date, str]]) -> Outcome[str]:
         candidates: list[str] = []
         for _day, text in sorted(dailies, key=lambda d: d[0], reverse=True):  # newest first wins ties

@@ -64,7 +64,8 @@ class LLMSummarizer:
     # ------------------------------------------------------------------ identity
 
     def fingerprint(self, operation: str) -> str:
-        templates = [template_hash(operation)] + ([template_hash("reduce")] if operation == "daily" else [])
+        templates = [template_hash(operation)] + (
+            [template_hash("reduce"), template_hash("fold")] if operation == "daily" else [])
         return input_hash(SCHEMA_VERSION, self.kind, self.cfg.model_for(operation), templates,
                           input_hash(self.system), self.lengths.model_dump(),
                           self.cfg.input_budget_tokens if operation == "daily" else None)[:24]
@@ -276,6 +277,40 @@ class LLMSummarizer:
         log.warning("daily %s %s: falling back to extractive: %s", pd.partition, pd.day, exc)
         usage.fallbacks += 1
         return Outcome((await self.fallback.daily(pd)).value, usage, f"fallback: {exc}")
+
+    # ------------------------------------------------------------------ fold (hourly refresh)
+
+    def _render_fold(self, pd: PartitionDay, lines: tuple[ChatLine, ...], previous: dict[int, str]) -> str:
+        handles = self.handles(pd)
+        speakers = sorted({ln.user_id for ln in lines})
+        return render("fold", day=pd.day, speakers=[(handles[u], pd.speakers[u]) for u in speakers],
+                      previous=[(handles[u], previous[u]) for u in speakers if u in previous],
+                      lines=lines, handles=handles, target_chars=self.lengths.daily_chars,
+                      forgotten=list(pd.forgotten))
+
+    async def fold(self, new: PartitionDay, previous: dict[int, str]) -> Outcome[dict[int, str]]:
+        """One call per chunk of new messages (usually one): each message is read once, plus the
+        running summaries of the people who wrote them."""
+        usage = Usage(calls=1)
+        handles = self.handles(new)
+        current = dict(previous)
+        dropped = 0
+        try:
+            for piece in self.chunks(new):  # sequential: each chunk folds into the previous result
+                answer = await self.ask("daily", self._render_fold(new, piece, current), DailyOut, usage)
+                got, d = self._accept(new, answer, handles)
+                dropped += d
+                current.update(got)
+        except LLMError as exc:
+            log.warning("fold %s %s: falling back to extractive: %s", new.partition, new.day, exc)
+            usage.fallbacks += 1
+            return Outcome((await self.fallback.fold(new, previous)).value, usage, f"fallback: {exc}")
+        out = {u: current[u] for u in new.speakers if u in current}
+        missing = set(new.speakers) - set(out)
+        if missing:
+            extractive = (await self.fallback.fold(new, previous)).value
+            out.update({u: extractive[u] for u in missing})
+        return Outcome(out, usage, None, dropped)
 
     # ------------------------------------------------------------------ the small operations
 

@@ -47,7 +47,7 @@ def test_default_toml_exists_and_agrees_with_the_code_defaults():
     assert DEFAULT_CONFIG.is_file()
     from_file, from_code = load_settings(), Settings()
     for section in ("database_url", "summarizer", "retention_days", "max_message_chars",
-                    "timezones", "summary"):
+                    "pool_size", "pool_max_overflow", "timezones", "summary"):
         assert getattr(from_file, section) == getattr(from_code, section), section
 
 
@@ -157,6 +157,8 @@ def test_unknown_timezone_from_env(monkeypatch):
 
 @pytest.mark.parametrize("text,needle", [
     ("retention_days = 3\n", "retention_days"),
+    ("pool_size = 0\n", "pool_size"),
+    ("pool_max_overflow = -1\n", "pool_max_overflow"),
     ("[summary]\ndaily_chars = 10\n", "daily_chars"),
     ('summarizer = "gpt"\n', "summarizer"),
     ("colour = \"blue\"\n", "colour"),
@@ -176,3 +178,29 @@ def test_malformed_toml_names_the_file(tmp_path):
     path = write(tmp_path, "retention_days = \n", name="broken.toml")
     with pytest.raises(ConfigError, match="broken.toml"):
         load_settings(path)
+
+
+# ---------------------------------------------------------------- connection pool
+
+def test_pool_defaults_and_env_override(monkeypatch):
+    s = load_settings()
+    assert (s.pool_size, s.pool_max_overflow) == (5, 10)
+    monkeypatch.setenv("MEMPIPE_POOL_SIZE", "2")
+    monkeypatch.setenv("MEMPIPE_POOL_MAX_OVERFLOW", "0")
+    s = load_settings()
+    assert (s.pool_size, s.pool_max_overflow) == (2, 0)
+
+
+def test_store_open_sizes_the_postgresql_pool():
+    from pipeline.db import make_engine
+    from pipeline.store import Store
+
+    url = "postgresql+psycopg://nobody@127.0.0.1:1/none"  # engines connect lazily: no server needed
+    default = make_engine(url)
+    assert (default.pool.size(), default.pool._max_overflow) == (5, 10)
+    store = Store.open(url, check_schema=False, pool_size=3, max_overflow=1)
+    try:
+        assert (store.engine.pool.size(), store.engine.pool._max_overflow) == (3, 1)
+    finally:
+        store.close()
+        default.dispose()
