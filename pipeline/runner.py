@@ -18,7 +18,8 @@ from typing import Callable
 from .calendar import HISTORY_DAYS, day_bounds, days_between
 from .errors import MempipeError
 from .stages.context import RunContext
-from .stages.daily import run_daily
+from .stages.daily import _UNKNOWN as _UNREAD
+from .stages.daily import load_partition_days, run_daily
 from .stages.historical import run_historical
 from .stages.merge import Day1For, run_merges
 
@@ -78,15 +79,35 @@ async def bring_up_to_date(ctx: RunContext, daily_days: list[dt.date] | None, as
     # requests in flight (its limiter keeps them inside the quota); each writes its own rows.
     busy: list[tuple[str, int | None, dt.date]] = []
 
+    loaded: dict[str, tuple[dict, dict]] = {}  # partition -> (its partition-days, their stored rows)
+    by_partition: dict[str, list[dt.date]] = {}
+    for partition, _guild, day in work:
+        by_partition.setdefault(partition, []).append(day)
+    loading = asyncio.Semaphore(4)  # partitions read ahead of the work, bounded for memory
+
+    async def load(partition: str, guild: int | None) -> tuple[dict, dict]:
+        if partition not in loaded:
+            async with loading:
+                if partition not in loaded:
+                    days = by_partition[partition]
+                    loaded[partition] = (load_partition_days(ctx, partition, guild, days),
+                                         ctx.store.partition_days_between(partition, min(days), max(days)))
+        return loaded[partition]
+
     async def one(partition: str, guild: int | None, day: dt.date, wait: bool = False) -> None:
         nonlocal done
         async with ctx.slot():
             # First pass: skip what another run is computing right now (both runs then share the
             # work); second pass: wait for those and find them done.
-            status = await run_daily(ctx, partition, guild, day, wait=wait)
+            pds, stored = await load(partition, guild)
+            status = await run_daily(ctx, partition, guild, day, wait=wait, pd=pds.get(day),
+                                     stored=stored.get(day) if not wait else _UNREAD)
         if status == "busy":
             busy.append((partition, guild, day))
             return
+        remaining[partition] -= 1
+        if not remaining[partition] and not wait:
+            loaded.pop(partition, None)  # done with this partition: free its messages
         if status != "empty":
             plan["partition_days"] += 1
         if status in ("planned", "computed", "failed"):
@@ -95,6 +116,7 @@ async def bring_up_to_date(ctx: RunContext, daily_days: list[dt.date] | None, as
         if progress:
             progress(done, total)
 
+    remaining = {p: len(days) for p, days in by_partition.items()}
     for items, wait in ((work, False), (busy, True)):
         tasks = [asyncio.ensure_future(one(*item, wait=wait)) for item in list(items)]
         try:
@@ -104,6 +126,7 @@ async def bring_up_to_date(ctx: RunContext, daily_days: list[dt.date] | None, as
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
+    ctx.writer.flush()  # historical summaries read the dailies
     for p in parts:
         await run_historical(ctx, p["partition"], p["guild_id"], day1_for(p["guild_id"]))
         done += 1
@@ -164,6 +187,10 @@ async def _execute(ctx: RunContext, kind: str, date_from: dt.date | None, date_t
         else:
             plan = await bring_up_to_date(ctx, None, date_to, guild_id, progress, only_guilds)
     except BaseException as exc:
+        try:
+            ctx.writer.flush()  # items finished before the failure are whole: keep them
+        except Exception:
+            log.exception("could not write the results finished before the failure")
         await _close(ctx)
         reason = f"{exc.__class__.__name__}: {exc}" if not isinstance(exc, MempipeError) else str(exc)
         try:
@@ -171,6 +198,7 @@ async def _execute(ctx: RunContext, kind: str, date_from: dt.date | None, date_t
         except MempipeError:
             log.error("could not record the failure of run %s", run_id)
         raise
+    ctx.writer.flush()
     await _close(ctx)
     ctx.store.finish_run(run_id, "ok", ctx.stats.columns(), ctx.now())
     return RunResult(run_id, "ok", ctx.stats, plan)

@@ -275,7 +275,7 @@ class Store:
             .order_by(chat_history.c.ts, chat_history.c.message_id)
         )
         with self.engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(q)]
+            return list(conn.execute(q).mappings())
 
     @_wrap("reading reply authors")
     def authors_of(self, message_ids: Iterable[int]) -> dict[int, int]:
@@ -662,3 +662,307 @@ def _delete_older_than(self: Store, table_name: str, column: str, cutoff, batch_
 
 
 Store.delete_older_than = _wrap("applying retention")(_delete_older_than)
+
+
+# ---------------------------------------------------------------------- bulk reads, batched writes
+# A nightly run touches every partition: these read what a stage needs for many items in one
+# query and write many items in one transaction (each item's rows still all-or-nothing).
+
+
+def _partition_days_between(self: Store, partition: str, first: dt.date, last: dt.date) -> dict[dt.date, dict]:
+    q = sa.select(partition_days).where(partition_days.c.partition == partition,
+                                        partition_days.c.day >= first, partition_days.c.day <= last)
+    with self.engine.connect() as conn:
+        return {r.day: dict(r._mapping) for r in conn.execute(q)}
+
+
+def _all_forgotten(self: Store) -> dict[int, list[str]]:
+    out: dict[int, list[str]] = defaultdict(list)
+    with self.engine.connect() as conn:
+        for uid, fact in conn.execute(sa.select(forgotten_facts.c.user_id, forgotten_facts.c.fact)
+                                      .order_by(forgotten_facts.c.id)):
+            out[uid].append(fact)
+    return dict(out)
+
+
+def _dailies_on(self: Store, days: Iterable[dt.date]) -> list[dict]:
+    q = sa.select(daily_summaries).where(daily_summaries.c.day.in_(sorted(set(days))))
+    with self.engine.connect() as conn:
+        return [dict(r._mapping) for r in conn.execute(q)]
+
+
+def _historicals_on(self: Store, days: Iterable[dt.date]) -> list[dict]:
+    q = sa.select(historical_summaries).where(historical_summaries.c.day.in_(sorted(set(days))))
+    with self.engine.connect() as conn:
+        return [dict(r._mapping) for r in conn.execute(q)]
+
+
+def _all_facts(self: Store) -> list[dict]:
+    with self.engine.connect() as conn:
+        return [dict(r._mapping) for r in conn.execute(
+            sa.select(user_facts.c.scope, user_facts.c.user_id, user_facts.c.facts)
+            .order_by(user_facts.c.scope, user_facts.c.user_id))]
+
+
+def _context_states(self: Store) -> dict[tuple[str, int], dict]:
+    cols = [memory_context.c[k] for k in ("scope", "user_id", "input_hash", "as_of_day", "degraded",
+                                          "degraded_reason", "attempts")]
+    with self.engine.connect() as conn:
+        return {(r.scope, r.user_id): dict(r._mapping) for r in conn.execute(sa.select(*cols))}
+
+
+def _all_members(self: Store) -> dict[tuple[int, int], str]:
+    with self.engine.connect() as conn:
+        return {(g, u): n for g, u, n in conn.execute(
+            sa.select(members.c.guild_key, members.c.user_id, members.c.display_name))}
+
+
+def _all_channels(self: Store) -> dict[int, dict]:
+    with self.engine.connect() as conn:
+        return {r.channel_id: dict(r._mapping) for r in conn.execute(sa.select(channels))}
+
+
+def _dm_speaker_counts(self: Store) -> dict[str, int]:
+    q = (sa.select(chat_history.c.partition, sa.func.count(sa.distinct(chat_history.c.user_id)))
+         .where(chat_history.c.visibility == "dm").group_by(chat_history.c.partition))
+    with self.engine.connect() as conn:
+        return {p: n for p, n in conn.execute(q)}
+
+
+def _write_batch(self: Store, dailies=(), historicals=(), contexts=(), touches=()) -> None:
+    """One transaction for many items. A partition-day's summaries are replaced whole."""
+    with self.engine.begin() as conn:
+        insert = _insert_for(conn)
+        if dailies:
+            for record, summaries, now in dailies:
+                conn.execute(sa.delete(daily_summaries).where(
+                    daily_summaries.c.partition == record["partition"], daily_summaries.c.day == record["day"]))
+            rows = [{"partition": record["partition"], "day": record["day"], "user_id": uid, "summary": text,
+                     "input_hash": record["input_hash"], "degraded": record["degraded"], "created_at": now}
+                    for record, summaries, now in dailies for uid, text in sorted(summaries.items())]
+            if rows:
+                conn.execute(sa.insert(daily_summaries), rows)
+            stmt = insert(partition_days)
+            keys = [k for k in dailies[0][0] if k not in ("partition", "day")] + ["computed_at"]
+            conn.execute(stmt.on_conflict_do_update(
+                index_elements=[partition_days.c.partition, partition_days.c.day],
+                set_={k: stmt.excluded[k] for k in keys}),
+                [{**record, "computed_at": now} for record, _s, now in dailies])
+        if historicals:
+            stmt = insert(historical_summaries)
+            keys = [k for k in historicals[0] if k not in ("partition", "user_id", "day")]
+            conn.execute(stmt.on_conflict_do_update(
+                index_elements=[historical_summaries.c.partition, historical_summaries.c.user_id,
+                                historical_summaries.c.day],
+                set_={k: stmt.excluded[k] for k in keys}), list(historicals))
+        if contexts:
+            stmt = insert(memory_context)
+            keys = [k for k in contexts[0] if k not in ("scope", "user_id")]
+            conn.execute(stmt.on_conflict_do_update(
+                index_elements=[memory_context.c.scope, memory_context.c.user_id],
+                set_={k: stmt.excluded[k] for k in keys}), list(contexts))
+        if touches:
+            conn.execute(sa.update(memory_context)
+                         .where(memory_context.c.scope == sa.bindparam("b_scope"),
+                                memory_context.c.user_id == sa.bindparam("b_user"))
+                         .values(as_of_day=sa.bindparam("b_day")),
+                         [{"b_scope": t["scope"], "b_user": t["user_id"], "b_day": t["as_of_day"]} for t in touches])
+
+
+Store.partition_days_between = _wrap("reading partition-days")(_partition_days_between)
+Store.all_forgotten = _wrap("reading forgotten facts")(_all_forgotten)
+Store.dailies_on = _wrap("reading daily summaries")(_dailies_on)
+Store.historicals_on = _wrap("reading historical summaries")(_historicals_on)
+Store.all_facts = _wrap("reading facts")(_all_facts)
+Store.context_states = _wrap("reading contexts")(_context_states)
+Store.all_members = _wrap("reading members")(_all_members)
+Store.all_channels = _wrap("reading channels")(_all_channels)
+Store.dm_speaker_counts = _wrap("counting DM participants")(_dm_speaker_counts)
+Store.write_batch = _wrap("writing results")(_write_batch)
+
+
+def _partitions_of_users(self: Store, user_ids: Iterable[int]) -> dict[int, list[str]]:
+    ids = sorted(set(user_ids))
+    out: dict[int, list[str]] = defaultdict(list)
+    with self.engine.connect() as conn:
+        for i in range(0, len(ids), 500):
+            q = (sa.select(chat_history.c.user_id, chat_history.c.partition)
+                 .where(chat_history.c.user_id.in_(ids[i:i + 500])).distinct())
+            for uid, p in conn.execute(q):
+                out[uid].append(p)
+    return {u: sorted(ps) for u, ps in out.items()}
+
+
+Store.partitions_of_users = _wrap("listing users' partitions")(_partitions_of_users)
+
+
+# ---------------------------------------------------------------------- scheduler (mempipe serve)
+# Per-job state and the current leader, written by the leading `mempipe serve` and read by
+# `mempipe status`; and the leader's PostgreSQL lock. (The APScheduler job store is in memory:
+# what has to survive a restart — when each job last ran and how it ended — lives here.)
+
+def _scheduler_tables():
+    from .db.tables import scheduler_leader, scheduler_state
+
+    return scheduler_state, scheduler_leader
+
+
+def _upsert_job_state(conn: Connection, job_id: str, values: dict[str, Any]) -> None:
+    state, _ = _scheduler_tables()
+    insert = _insert_for(conn)
+    stmt = insert(state).values(job_id=job_id, **values)
+    conn.execute(stmt.on_conflict_do_update(index_elements=[state.c.job_id],
+                                            set_={k: stmt.excluded[k] for k in values}))
+
+
+def _scheduler_job_started(self: Store, job_id: str, now: dt.datetime) -> None:
+    with self.engine.begin() as conn:
+        _upsert_job_state(conn, job_id, {"last_started_at": now, "last_outcome": "running", "last_error": None})
+
+
+def _scheduler_job_finished(self: Store, job_id: str, *, outcome: str, started_at: dt.datetime,
+                            now: dt.datetime, error: str | None = None, run_id: int | None = None,
+                            report: dict | None = None) -> None:
+    """Record how a run ended. An ok run also moves `last_ok_at` to its start: every scheduled
+    fire up to then is covered by it (the catch-up rule in scheduler/schedule.py reads this)."""
+    values: dict[str, Any] = {"last_finished_at": now, "last_outcome": outcome, "last_error": error,
+                              "last_run_id": run_id, "last_report": report}
+    if outcome == "ok":
+        values["last_ok_at"] = started_at
+    with self.engine.begin() as conn:
+        _upsert_job_state(conn, job_id, values)
+
+
+def _scheduler_next_runs(self: Store, next_runs: dict[str, dt.datetime | None]) -> None:
+    with self.engine.begin() as conn:
+        for job_id, at in sorted(next_runs.items()):
+            _upsert_job_state(conn, job_id, {"next_run_at": at})
+
+
+def _scheduler_states(self: Store) -> dict[str, dict]:
+    state, _ = _scheduler_tables()
+    with self.engine.connect() as conn:
+        return {r.job_id: dict(r._mapping) for r in conn.execute(sa.select(state).order_by(state.c.job_id))}
+
+
+def _leader_heartbeat(self: Store, holder: str, pid: int, host: str, since: dt.datetime, now: dt.datetime) -> None:
+    """The leader's row (id = 1): who, since when, last heartbeat. Informational only — the
+    lock (advisory lock / lock file) decides who leads."""
+    _, leader = _scheduler_tables()
+    with self.engine.begin() as conn:
+        insert = _insert_for(conn)
+        values = {"holder": holder, "pid": pid, "host": host, "since": since, "heartbeat_at": now,
+                  "released_at": None}
+        stmt = insert(leader).values(id=1, **values)
+        conn.execute(stmt.on_conflict_do_update(index_elements=[leader.c.id],
+                                                set_={k: stmt.excluded[k] for k in values}))
+
+
+def _leader_released(self: Store, holder: str, now: dt.datetime) -> None:
+    _, leader = _scheduler_tables()
+    with self.engine.begin() as conn:
+        conn.execute(sa.update(leader).where(leader.c.id == 1, leader.c.holder == holder)
+                     .values(released_at=now, heartbeat_at=now))
+
+
+def _scheduler_leader(self: Store) -> dict | None:
+    _, leader = _scheduler_tables()
+    with self.engine.connect() as conn:
+        row = conn.execute(sa.select(leader).where(leader.c.id == 1)).first()
+    return dict(row._mapping) if row else None
+
+
+Store.scheduler_job_started = _wrap("recording a scheduler job")(_scheduler_job_started)
+Store.scheduler_job_finished = _wrap("recording a scheduler job")(_scheduler_job_finished)
+Store.scheduler_next_runs = _wrap("recording the schedule")(_scheduler_next_runs)
+Store.scheduler_states = _wrap("reading the scheduler state")(_scheduler_states)
+Store.leader_heartbeat = _wrap("recording the scheduler leader")(_leader_heartbeat)
+Store.leader_released = _wrap("recording the scheduler leader")(_leader_released)
+Store.scheduler_leader = _wrap("reading the scheduler leader")(_scheduler_leader)
+
+
+class LeaderLock:
+    """PostgreSQL: the scheduler leader's session advisory lock, on a dedicated connection (its
+    own unpooled engine) held for as long as the leadership lasts. The lock lives exactly as long
+    as that session: a leader that exits or is killed loses it at once (the server drops the
+    session with the socket); one that vanishes without closing its socket (power loss, network
+    partition) loses it when the server's TCP keepalives give up (~3 × `check_s`, set per session
+    below). `alive()` asks the server whether this very session still holds the lock."""
+
+    def __init__(self, store: Store, key: int, *, check_s: float = 10.0):
+        self.url, self.safe_url, self.key = store.engine.url, store.safe_url, key
+        self.check_s = max(1, round(check_s))
+        self.engine: Engine | None = None
+        self.conn: Connection | None = None
+        self.backend_pid: int | None = None
+
+    def _connect(self) -> Connection:
+        if self.conn is None:
+            s = self.check_s
+            from sqlalchemy.pool import NullPool
+
+            self.engine = sa.create_engine(self.url, poolclass=NullPool, connect_args={
+                "connect_timeout": max(2, 2 * s), "keepalives": 1, "keepalives_idle": s,
+                "keepalives_interval": s, "keepalives_count": 3, "tcp_user_timeout": 3 * s * 1000})
+            self.conn = self.engine.connect()
+            for name, value in (("tcp_keepalives_idle", s), ("tcp_keepalives_interval", s),
+                                ("tcp_keepalives_count", 3), ("tcp_user_timeout", 3 * s * 1000)):
+                self.conn.exec_driver_sql(f"SET {name} = {int(value)}")
+            self.conn.commit()
+        return self.conn
+
+    def try_acquire(self) -> bool:
+        """Non-blocking. True when this session now holds the lock."""
+        try:
+            conn = self._connect()
+            got = conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"), {"k": self.key}).scalar_one()
+            self.backend_pid = conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one() if got else None
+            conn.commit()  # session-level lock: it outlives this transaction
+        except sa.exc.SQLAlchemyError as exc:
+            self._discard()
+            raise StoreError(f"database error while taking the scheduler leader lock: "
+                             f"{getattr(exc, 'orig', None) or exc} (database: {self.safe_url})") from exc
+        return bool(got)
+
+    def alive(self) -> bool:
+        """Does this session still hold the lock? False when the connection dropped (a new
+        session would not hold it, hence the backend pid check) or the lock is gone."""
+        if self.conn is None or self.backend_pid is None:
+            return False
+        try:
+            pid, held = self.conn.execute(sa.text(
+                "SELECT pg_backend_pid(), EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' "
+                "AND pid = pg_backend_pid() AND granted)")).one()
+            self.conn.commit()
+        except sa.exc.SQLAlchemyError:
+            self._discard()
+            return False
+        return pid == self.backend_pid and bool(held)
+
+    def release(self) -> None:
+        """Unlock and close the dedicated connection (closing alone would also release it)."""
+        if self.conn is not None and self.backend_pid is not None:
+            try:
+                self.conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": self.key})
+                self.conn.commit()
+            except sa.exc.SQLAlchemyError:
+                pass  # the session is gone, and the lock with it
+        self._discard()
+
+    def _discard(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.invalidate()  # really close the DBAPI connection: the session ends
+                self.conn.close()
+            except sa.exc.SQLAlchemyError:
+                pass
+        if self.engine is not None:
+            self.engine.dispose()
+        self.conn, self.engine, self.backend_pid = None, None, None
+
+
+def _leader_lock(self: Store, key: int, *, check_s: float = 10.0) -> LeaderLock:
+    return LeaderLock(self, key, check_s=check_s)
+
+
+Store.leader_lock = _leader_lock

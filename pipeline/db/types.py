@@ -41,7 +41,7 @@ class UtcDateTime(TypeDecorator):
         if value is None:
             return None
         if isinstance(value, str):
-            return dt.datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+            return dt.datetime.fromisoformat(value)  # our fixed "…Z" format; ~10x faster than strptime
         return value.astimezone(UTC)
 
 

@@ -1,17 +1,34 @@
 """Per-model sliding-window limiter for requests/min and tokens/min, plus a daily count.
 
+The server counts a request when it *arrives*, which is somewhere between when we send it and
+when its answer comes back. So a request occupies the window from when it is sent until one
+window after its answer arrived: the count the server sees can never exceed the limit, whatever
+the network does. With real latencies (seconds) against a 60 s window the cost is a few percent
+of the quota.
+
 Time and sleeping are injected so tests can drive it without waiting."""
 
 from __future__ import annotations
 
 import asyncio
-import collections
+import math
 import time
 from typing import Awaitable, Callable
 
 from .errors import QuotaExhausted
 
 WINDOW_S = 60.0
+_POLL_S = 0.05  # while every slot is held by a request in flight, check again this often
+
+
+class Slot:
+    """One request's place in the window: in flight until released."""
+
+    __slots__ = ("tokens", "until")
+
+    def __init__(self, tokens: int):
+        self.tokens = tokens
+        self.until = math.inf  # the request counts until this time
 
 
 class RateLimiter:
@@ -21,12 +38,8 @@ class RateLimiter:
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep):
         self.rpm, self.tpm, self.rpd = rpm, tpm, rpd
         self.window = window_s
-        # A small margin: the server counts arrivals, we count departures, and the two clocks
-        # differ by network jitter. 2% of the window, at most half a second.
-        self.margin = min(window_s * 0.02, 0.5)
         self._now, self._sleep = monotonic, sleep
-        self._events: collections.deque[tuple[float, int]] = collections.deque()
-        self._tokens_in_window = 0
+        self._slots: list[Slot] = []
         self._today = 0
         self._day = time.gmtime().tm_yday
         self._blocked_until = 0.0
@@ -34,28 +47,27 @@ class RateLimiter:
         self.waited_s = 0.0
 
     def _prune(self, now: float) -> None:
-        while self._events and self._events[0][0] <= now - self.window:
-            _, tokens = self._events.popleft()
-            self._tokens_in_window -= tokens
+        self._slots = [s for s in self._slots if s.until > now]
 
     def _wait_needed(self, now: float, tokens: int) -> float:
         if self._blocked_until > now:
             return self._blocked_until - now
-        if self.rpm is not None and len(self._events) >= self.rpm:
-            return self._events[0][0] + self.window + self.margin - now
-        if self.tpm is not None and self._events and self._tokens_in_window + tokens > self.tpm:
-            # free enough of the window for this request (a request larger than the whole
-            # budget goes alone in an empty window rather than never)
-            freed, need = 0, self._tokens_in_window + tokens - self.tpm
-            for t, tok in self._events:
-                freed += tok
+        if self.rpm is not None and len(self._slots) >= self.rpm:
+            return min(s.until for s in self._slots) - now
+        if self.tpm is not None and self._slots and sum(s.tokens for s in self._slots) + tokens > self.tpm:
+            # wait until enough of the window frees (a request larger than the whole budget goes
+            # alone in an empty window rather than never)
+            need = sum(s.tokens for s in self._slots) + tokens - self.tpm
+            freed = 0
+            for s in sorted(self._slots, key=lambda s: s.until):
+                freed += s.tokens
                 if freed >= need:
-                    return t + self.window + self.margin - now
-            return self._events[-1][0] + self.window + self.margin - now
+                    return s.until - now
         return 0.0
 
-    async def acquire(self, tokens: int) -> None:
-        """Wait until one request of `tokens` prompt tokens fits, then count it."""
+    async def acquire(self, tokens: int) -> Slot:
+        """Wait until one request of `tokens` prompt tokens fits; count it. Release the slot when
+        the answer arrives (or the request failed)."""
         async with self._lock:  # one waiter at a time keeps the order fair and the count exact
             if time.gmtime().tm_yday != self._day:
                 self._day, self._today = time.gmtime().tm_yday, 0
@@ -67,11 +79,17 @@ class RateLimiter:
                 wait = self._wait_needed(now, tokens)
                 if wait <= 0:
                     break
+                wait = min(wait, _POLL_S) if math.isinf(wait) else wait
                 self.waited_s += wait
                 await self._sleep(wait)
-            self._events.append((self._now(), tokens))
-            self._tokens_in_window += tokens
+            slot = Slot(tokens)
+            self._slots.append(slot)
             self._today += 1
+            return slot
+
+    def release(self, slot: Slot) -> None:
+        """The answer arrived: the request stays in the window for one window from now."""
+        slot.until = self._now() + self.window
 
     def penalize(self, seconds: float) -> None:
         """After a 429 with a retry delay, hold every request to this model for `seconds`:

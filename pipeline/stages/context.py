@@ -61,6 +61,30 @@ class RunContext:
     force: bool = False
     dry_run: bool = False
     _gate: asyncio.Semaphore | None = field(default=None, repr=False)
+    _writer: object | None = field(default=None, repr=False)
+    _forgotten: dict[int, list[str]] | None = field(default=None, repr=False)
+
+    @property
+    def writer(self):
+        """Buffered writes (see stages/writes.py). Immediate when other runs may share the work
+        (PostgreSQL claims) or when results are expensive (a model call each): a crash then loses
+        at most the items in flight, never finished ones."""
+        if self._writer is None:
+            from .writes import Writer
+
+            cheap = getattr(self.summarizer, "cheap", False)
+            self._writer = Writer(self.store, immediate=self.store.dialect == "postgresql" or not cheap)
+        return self._writer
+
+    def forgotten_for(self, user_ids) -> dict[int, list[str]]:
+        """Forgotten facts by user, read once per run (the table is small; facts commands that
+        add to it run their own merges)."""
+        if self._forgotten is None:
+            self._forgotten = self.store.all_forgotten()
+        return {u: self._forgotten[u] for u in user_ids if u in self._forgotten}
+
+    def forget_cache(self) -> None:
+        self._forgotten = None
 
     def slot(self) -> asyncio.Semaphore:
         """Bounds the items in flight (partition-days, historical rows, merges): the model's

@@ -33,17 +33,8 @@ def replace_mentions(text: str, names: dict[int, str]) -> str:
     return _CHANNEL_MENTION.sub("#channel", text)
 
 
-def build_partition_day(ctx: RunContext, partition: str, guild_id: int | None, day: dt.date) -> PartitionDay | None:
-    """The summarizer's view of one partition-day, or None when nobody spoke."""
-    start, end = day_bounds(day, ctx.tz_for_guild(guild_id))
-    messages = ctx.store.messages_between(partition, start, end)
-    if not messages:
-        return None
-    reply_authors = ctx.store.authors_of(m["reply_to"] for m in messages if m["reply_to"])
-    wanted = {m["user_id"] for m in messages} | set(reply_authors.values())
-    for m in messages:
-        wanted |= mentioned_ids(m["text"])
-    names = ctx.store.member_names(guild_id or 0, wanted)
+def _partition_day(partition: str, day: dt.date, messages: list[dict], names: dict[int, str],
+                   reply_authors: dict[int, int]) -> PartitionDay:
     speakers: dict[int, str] = {}
     for m in messages:  # a speaker with no members row gets a neutral label, never its id
         if m["user_id"] not in speakers:
@@ -62,6 +53,48 @@ def build_partition_day(ctx: RunContext, partition: str, guild_id: int | None, d
     return PartitionDay(partition, day, lines, dict(sorted(speakers.items())))
 
 
+def _names_for(ctx: RunContext, guild_id: int | None, messages: list[dict], reply_authors: dict[int, int]):
+    wanted = {m["user_id"] for m in messages} | set(reply_authors.values())
+    for m in messages:
+        wanted |= mentioned_ids(m["text"])
+    return ctx.store.member_names(guild_id or 0, wanted)
+
+
+def build_partition_day(ctx: RunContext, partition: str, guild_id: int | None, day: dt.date) -> PartitionDay | None:
+    """The summarizer's view of one partition-day, or None when nobody spoke."""
+    start, end = day_bounds(day, ctx.tz_for_guild(guild_id))
+    messages = ctx.store.messages_between(partition, start, end)
+    if not messages:
+        return None
+    reply_authors = ctx.store.authors_of(m["reply_to"] for m in messages if m["reply_to"])
+    return _partition_day(partition, day, messages, _names_for(ctx, guild_id, messages, reply_authors), reply_authors)
+
+
+def load_partition_days(ctx: RunContext, partition: str, guild_id: int | None,
+                        days: list[dt.date]) -> dict[dt.date, PartitionDay]:
+    """Every partition-day of `days` with messages, from one read of the partition's messages."""
+    if not days:
+        return {}
+    tz = ctx.tz_for_guild(guild_id)
+    start, _ = day_bounds(min(days), tz)
+    _, end = day_bounds(max(days), tz)
+    messages = ctx.store.messages_between(partition, start, end)
+    if not messages:
+        return {}
+    in_window = {m["message_id"]: m["user_id"] for m in messages}
+    replies = {m["reply_to"] for m in messages if m["reply_to"]}
+    reply_authors = {r: in_window[r] for r in replies if r in in_window}
+    reply_authors |= ctx.store.authors_of(replies - set(reply_authors)) if replies - set(reply_authors) else {}
+    names = _names_for(ctx, guild_id, messages, reply_authors)
+    by_day: dict[dt.date, list[dict]] = {}
+    wanted = set(days)
+    for m in messages:
+        day = m["ts"].astimezone(tz).date()
+        if day in wanted:
+            by_day.setdefault(day, []).append(m)
+    return {day: _partition_day(partition, day, msgs, names, reply_authors) for day, msgs in sorted(by_day.items())}
+
+
 def daily_input_hash(pd: PartitionDay, forgotten: dict[int, list[str]], fingerprint: str) -> str:
     return input_hash(
         "daily", pd.partition, pd.day, fingerprint,
@@ -71,22 +104,30 @@ def daily_input_hash(pd: PartitionDay, forgotten: dict[int, list[str]], fingerpr
     )
 
 
+_UNKNOWN = object()
+
+
 async def run_daily(ctx: RunContext, partition: str, guild_id: int | None, day: dt.date, *,
-                    wait: bool = True) -> str:
+                    wait: bool = True, pd: PartitionDay | None | object = _UNKNOWN,
+                    stored: dict | None | object = _UNKNOWN) -> str:
     """Bring one partition-day up to date. Returns 'empty', 'cached', 'planned', 'failed',
-    'computed', or 'busy' when another run is computing it and `wait` is false."""
-    pd = build_partition_day(ctx, partition, guild_id, day)
+    'computed', or 'busy' when another run is computing it and `wait` is false. `pd` and `stored`
+    (its partition_days row) may be passed in when the caller read them in bulk."""
+    if pd is _UNKNOWN:
+        pd = build_partition_day(ctx, partition, guild_id, day)
     if pd is None:
         return "empty"
     ctx.stats.partition_days += 1
-    forgotten = ctx.store.forgotten(pd.speakers)
+    forgotten = ctx.forgotten_for(pd.speakers)
     pd = dataclasses.replace(pd, forgotten=tuple(f for uid in sorted(forgotten) for f in forgotten[uid]))
     key = daily_input_hash(pd, forgotten, ctx.summarizer.fingerprint("daily"))
 
     def fresh(row: dict | None) -> bool:
         return row is not None and row["input_hash"] == key and not ctx.force and not ctx.retry_degraded(row)
 
-    if fresh(ctx.store.partition_day(partition, day)):
+    if stored is _UNKNOWN:
+        stored = ctx.store.partition_day(partition, day)
+    if fresh(stored):
         ctx.stats.cache_hits += 1
         return "cached"
     if ctx.dry_run:
@@ -97,7 +138,8 @@ async def run_daily(ctx: RunContext, partition: str, guild_id: int | None, day: 
         return "planned"
     try:
         async with claim(ctx, f"daily:{partition}:{day.isoformat()}", wait=wait):
-            existing = ctx.store.partition_day(partition, day)  # another run may have just written it
+            # another run may have just written it (only possible where claims are in use)
+            existing = ctx.store.partition_day(partition, day) if ctx.store.dialect == "postgresql" else stored
             if fresh(existing):
                 ctx.stats.cache_hits += 1
                 return "cached"
@@ -130,6 +172,7 @@ def _foldable_prefix(ctx: RunContext, pd: PartitionDay, forgotten: dict[int, lis
 async def _fold_daily(ctx: RunContext, pd: PartitionDay, key: str, forgotten: dict[int, list[str]],
                       existing: dict, n: int) -> str:
     """Fold only the messages after the first `n` into the running summaries."""
+    ctx.writer.flush()  # the running summaries may still be in the buffer
     previous = {r["user_id"]: r["summary"] for r in ctx.store.dailies(pd.partition, pd.day, pd.day)}
     new_lines = pd.lines[n:]
     new_users = sorted({ln.user_id for ln in new_lines})
@@ -147,7 +190,7 @@ async def _fold_daily(ctx: RunContext, pd: PartitionDay, key: str, forgotten: di
             ctx.stats.dropped_user_ids += 1
             continue
         summaries[uid] = scrub(text, forgotten.get(uid, []), pd.speakers[uid])
-    ctx.store.replace_daily(
+    ctx.writer.daily(
         {
             "partition": pd.partition, "day": pd.day, "input_hash": key,
             "message_count": len(pd.lines), "user_count": len(pd.speakers),
@@ -181,7 +224,7 @@ async def _compute_daily(ctx: RunContext, pd: PartitionDay, key: str, forgotten:
             continue
         summaries[uid] = scrub(text, forgotten.get(uid, []), pd.speakers[uid])
     ctx.stats.dropped_user_ids += dropped
-    ctx.store.replace_daily(
+    ctx.writer.daily(
         {
             "partition": pd.partition, "day": pd.day, "input_hash": key,
             "message_count": len(pd.lines), "user_count": len(pd.speakers),

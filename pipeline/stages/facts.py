@@ -45,6 +45,7 @@ async def _refresh_contexts(ctx: RunContext, user_id: int, scopes: list[str]) ->
         else:
             as_of = ctx.now().astimezone(ctx.tz_for_guild(guild_of_partition(ctx, scope))).date()
         await merge_one(ctx, parse_scope(scope), user_id, lambda _g, d=as_of: d)
+    ctx.writer.flush()
 
 
 async def remember(ctx: RunContext, scope: str, user_id: int, fact: str) -> str:
@@ -71,5 +72,6 @@ async def forget(ctx: RunContext, scope: str, user_id: int, fact: str) -> bool:
     new_blob, found = outcome.value
     scrubbed = ctx.store.write_facts(scope, user_id, new_blob, ctx.now(), forgotten=fact,
                                      scrub=lambda text: scrub(text, [fact], name))
+    ctx.forget_cache()  # the new forgotten fact applies to the merges below
     await _refresh_contexts(ctx, user_id, sorted({r["scope"] for r in ctx.store.contexts(user_id=user_id)}))
     return found or scrubbed > 0

@@ -21,7 +21,7 @@ async def run_historical(ctx: RunContext, partition: str, guild_id: int | None, 
         per_user[row["user_id"]].append(row)
     existing = ctx.store.historicals(partition, day1)
     names = ctx.store.member_names(guild_id or 0, per_user)
-    forgotten = ctx.store.forgotten(per_user)
+    forgotten = ctx.forgotten_for(per_user)
     fingerprint = ctx.summarizer.fingerprint("historical")
 
     async def one_user(uid: int, rows: list[dict]) -> None:
@@ -38,7 +38,8 @@ async def run_historical(ctx: RunContext, partition: str, guild_id: int | None, 
         if ctx.dry_run:
             return
         async with claim(ctx, f"historical:{partition}:{uid}:{day1.isoformat()}"):
-            old = ctx.store.historical_of(partition, day1, uid)  # another run may have just written it
+            # another run may have just written it (only possible where claims are in use)
+            old = ctx.store.historical_of(partition, day1, uid) if ctx.store.dialect == "postgresql" else existing.get(uid)
             if fresh(old):
                 ctx.stats.cache_hits += 1
                 return
@@ -48,7 +49,7 @@ async def run_historical(ctx: RunContext, partition: str, guild_id: int | None, 
                 ctx.stats.errors += 1
                 return
             ctx.stats.record(outcome)
-            ctx.store.upsert_historical({
+            ctx.writer.historical({
                 "partition": partition, "user_id": uid, "day": day1,
                 "summary": scrub(outcome.value, forgotten.get(uid, []), name),
                 "input_hash": key, "source_days": len(dailies),

@@ -33,6 +33,7 @@ def _quoted_list(candidates: list[str], budget: int) -> str:
 
 class ExtractiveSummarizer:
     kind = "extractive"
+    cheap = True  # in-process and instant: results may be written in batches
 
     def __init__(self, lengths):
         self.lengths = lengths

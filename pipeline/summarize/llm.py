@@ -111,8 +111,8 @@ class LLMSummarizer:
         async def attempt() -> M:
             nonlocal reask
             text = prompt + (REASK if reask else "")
-            await limiter.acquire(self.prompt_tokens(operation, text))
             async with self._semaphore:
+                slot = await limiter.acquire(self.prompt_tokens(operation, text))
                 try:
                     response = await self.client.generate(
                         model, text, system=self.system, json_schema=None if is_gemma(model) else schema,
@@ -125,6 +125,8 @@ class LLMSummarizer:
                 except LLMError:
                     usage.llm_calls += 1
                     raise
+                finally:
+                    limiter.release(slot)
             usage.llm_calls += 1
             usage.prompt_tokens += response.prompt_tokens
             usage.output_tokens += response.output_tokens

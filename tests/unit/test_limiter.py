@@ -37,8 +37,10 @@ def test_requests_per_minute_hold_under_concurrency():
     sent = []
 
     async def one():
-        await limiter.acquire(10)
+        slot = await limiter.acquire(10)
         sent.append(clock.now)
+        await clock.sleep(0.5)  # the request's latency
+        limiter.release(slot)
 
     async def go():
         await asyncio.gather(*(one() for _ in range(200)))
@@ -46,7 +48,7 @@ def test_requests_per_minute_hold_under_concurrency():
     asyncio.run(go())
     assert len(sent) == 200
     assert _max_in_window(sent) == 30  # full use of the quota, never more
-    assert sent[-1] - sent[0] < 60 * (200 / 30)  # and no idle minutes
+    assert sent[-1] - sent[0] < 60.5 * (200 / 30)  # and no idle minutes beyond the latency
 
 
 def test_tokens_per_minute_hold():
@@ -56,7 +58,7 @@ def test_tokens_per_minute_hold():
 
     async def go():
         for _ in range(30):
-            await limiter.acquire(300)
+            limiter.release(await limiter.acquire(300))
             log.append(clock.now)
 
     asyncio.run(go())
@@ -68,8 +70,8 @@ def test_tokens_per_minute_hold():
 def test_a_request_larger_than_the_budget_goes_alone_rather_than_never():
     clock = VirtualClock()
     limiter = RateLimiter(None, 100, monotonic=clock.monotonic, sleep=clock.sleep)
-    asyncio.run(limiter.acquire(500))
-    asyncio.run(limiter.acquire(50))
+    limiter.release(asyncio.run(limiter.acquire(500)))
+    limiter.release(asyncio.run(limiter.acquire(50)))
     assert clock.now >= 1060
 
 
@@ -77,7 +79,7 @@ def test_penalize_holds_requests_for_the_servers_retry_delay():
     clock = VirtualClock()
     limiter = RateLimiter(100, None, monotonic=clock.monotonic, sleep=clock.sleep)
     limiter.penalize(7.5)
-    asyncio.run(limiter.acquire(1))
+    limiter.release(asyncio.run(limiter.acquire(1)))
     assert clock.now == pytest.approx(1007.5)
 
 
@@ -87,8 +89,22 @@ def test_daily_quota_is_spent_then_refused():
 
     async def go():
         for _ in range(3):
-            await limiter.acquire(1)
+            limiter.release(await limiter.acquire(1))
         await limiter.acquire(1)
 
     with pytest.raises(QuotaExhausted, match="daily request quota of 3"):
         asyncio.run(go())
+
+
+def test_a_request_in_flight_holds_its_slot_until_its_answer_plus_a_window():
+    clock = VirtualClock()
+    limiter = RateLimiter(1, None, monotonic=clock.monotonic, sleep=clock.sleep)
+
+    async def go():
+        first = await limiter.acquire(1)
+        await clock.sleep(5.0)  # a slow answer
+        limiter.release(first)
+        await limiter.acquire(1)
+
+    asyncio.run(go())
+    assert clock.now == pytest.approx(1065.0, abs=0.06)  # answer at 1005, + 60 s window
