@@ -183,25 +183,7 @@ async def _fold_daily(ctx: RunContext, pd: PartitionDay, key: str, forgotten: di
         ctx.stats.errors += 1
         log.warning("folding %s %s failed: %s", pd.partition, pd.day, exc)
         return "failed"
-    ctx.stats.record(outcome)
-    summaries = dict(previous)
-    for uid, text in outcome.value.items():
-        if uid not in new_pd.speakers:
-            ctx.stats.dropped_user_ids += 1
-            continue
-        summaries[uid] = scrub(text, forgotten.get(uid, []), pd.speakers[uid])
-    ctx.writer.daily(
-        {
-            "partition": pd.partition, "day": pd.day, "input_hash": key,
-            "message_count": len(pd.lines), "user_count": len(pd.speakers),
-            "summarizer": ctx.summarizer.kind,
-            "degraded": outcome.degraded_reason is not None,
-            "degraded_reason": outcome.degraded_reason,
-            "attempts": 1 if outcome.degraded_reason is None else 2,
-        },
-        summaries,
-        ctx.now(),
-    )
+    _store_outcome(ctx, pd, key, forgotten, existing, outcome, new_pd.speakers, dict(previous))
     ctx.stats.daily_computed += 1
     ctx.stats.daily_folded += 1
     return "computed"
@@ -215,27 +197,32 @@ async def _compute_daily(ctx: RunContext, pd: PartitionDay, key: str, forgotten:
         ctx.stats.errors += 1
         log.warning("daily summary of %s %s failed: %s", pd.partition, pd.day, exc)
         return "failed"
+    _store_outcome(ctx, pd, key, forgotten, existing, outcome, pd.speakers, {})
+    ctx.stats.daily_computed += 1
+    return "computed"
+
+
+def _store_outcome(ctx: RunContext, pd: PartitionDay, key: str, forgotten: dict[int, list[str]],
+                   existing: dict | None, outcome, asked: dict[int, str], summaries: dict[int, str]) -> None:
+    """Keep the summaries of the speakers we asked about (any other id is dropped and counted),
+    with forgotten facts scrubbed, and write the partition-day whole."""
     ctx.stats.record(outcome)
-    summaries: dict[int, str] = {}
-    dropped = 0
     for uid, text in outcome.value.items():
-        if uid not in pd.speakers:  # the summarizer named someone who did not speak that day
-            dropped += 1
+        if uid not in asked:  # the summarizer named someone who did not speak
+            ctx.stats.dropped_user_ids += 1
             continue
         summaries[uid] = scrub(text, forgotten.get(uid, []), pd.speakers[uid])
-    ctx.stats.dropped_user_ids += dropped
+    degraded = outcome.degraded_reason is not None
     ctx.writer.daily(
         {
             "partition": pd.partition, "day": pd.day, "input_hash": key,
             "message_count": len(pd.lines), "user_count": len(pd.speakers),
             "summarizer": ctx.summarizer.kind,
-            "degraded": outcome.degraded_reason is not None,
+            "degraded": degraded,
             "degraded_reason": outcome.degraded_reason,
-            "attempts": (existing["attempts"] + 1 if existing and existing["degraded"] else 1)
-            if outcome.degraded_reason else 1,
+            # how many runs in a row produced this row by a fallback (bounds later retries)
+            "attempts": (existing["attempts"] + 1 if existing and existing["degraded"] else 1) if degraded else 1,
         },
         summaries,
         ctx.now(),
     )
-    ctx.stats.daily_computed += 1
-    return "computed"
