@@ -17,6 +17,7 @@ from .calendar import parse_scope
 from .clock import system_clock
 from .config import load_settings
 from .errors import MempipeError
+from .logs import FORMATS, configure_logging
 from .store import Store
 
 SNOWFLAKE = click.IntRange(0, 2**63 - 1)  # 64-bit ids; larger numbers are refused, not overflowed
@@ -24,6 +25,8 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 
 
 class State:
+    log_format = "text"
+
     def __init__(self, db: str | None, config: str | None, verbose: int):
         self.db, self.config, self.verbose = db, config, verbose
         self.clock = system_clock
@@ -92,9 +95,12 @@ class MempipeGroup(click.Group):
 @click.option("--config", "config_file", envvar="MEMPIPE_CONFIG", show_envvar=True, metavar="FILE",
               type=click.Path(dir_okay=False), help="TOML file overriding config/default.toml.")
 @click.option("-v", "--verbose", count=True, help="More logging; -v also shows tracebacks on errors.")
+@click.option("--log-format", type=click.Choice(FORMATS), default="text", show_default=True,
+              envvar="MEMPIPE_LOG_FORMAT", show_envvar=True,
+              help="Log lines on stderr: text, or one JSON object per line (for log shippers).")
 @click.version_option(__version__, prog_name="mempipe")
 @click.pass_context
-def cli(ctx, db, config_file, verbose):
+def cli(ctx, db, config_file, verbose, log_format):
     """mempipe: nightly memory for community chat bots.
 
     Messages go into chat_history (`mempipe import`, or pipeline.ingest.ingest_messages from a
@@ -102,9 +108,9 @@ def cli(ctx, db, config_file, verbose):
     context row per (scope, user); bots read that row (`mempipe context`, pipeline.read.get_context,
     or the SQL in the README).
     """
-    logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING,
-                        stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    configure_logging(log_format, logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING)
     ctx.obj = State(db, config_file, verbose)
+    ctx.obj.log_format = log_format
 
 
 # ---------------------------------------------------------------- db
@@ -310,7 +316,7 @@ def context_cmd(state: State, scope, user_id, as_json):
     if c is None:
         raise MempipeError(f"no context for user {user_id} in {scope} (has `mempipe run` been run since they spoke?)")
     if as_json:
-        _echo_json(c.__dict__)
+        _echo_json(c._asdict())
     else:
         click.echo(c.text)
 
@@ -397,6 +403,112 @@ def facts_forget(state: State, scope, user_id, text):
 def facts_show(state: State, scope, user_id):
     """Print the facts stored for USER in SCOPE."""
     click.echo(state.store().facts(scope, user_id))
+
+
+# ---------------------------------------------------------------- serve / status
+
+@cli.command("serve")
+@click.option("--log-format", type=click.Choice(FORMATS), default=None, envvar="MEMPIPE_LOG_FORMAT",
+              show_envvar=True, help="text (default) or json: one JSON object per line, e.g. per job run.")
+@click.option("--run-now", is_flag=True, envvar="MEMPIPE_RUN_NOW", show_envvar=True,
+              help="Run the refresh as soon as this process becomes leader (else: scheduler.run_on_start).")
+@click.pass_obj
+def serve_cmd(state: State, log_format, run_now):
+    """Run the scheduler service: the hourly refresh, a rollover after each timezone's local
+    midnight and the daily retention ([scheduler] in the config).
+
+    Start it on several machines against one database: one process leads (PostgreSQL advisory
+    lock, or a lock file next to a SQLite database), the others stand by and take over within
+    scheduler.takeover_s when it dies. SIGTERM or SIGINT stop it cleanly: no new work, the job in
+    flight is cancelled (finished partition-days stay, the one in progress is not written), exit 0.
+    One log line per job run: job, partitions, calls, tokens, duration, outcome.
+
+    \b
+    Example: mempipe --db postgresql+psycopg://mempipe@db/mempipe serve --log-format json
+    """
+    import os
+    import signal
+
+    from .scheduler.service import serve
+
+    fmt = log_format or state.log_format
+    level = logging.DEBUG if state.verbose > 1 else logging.INFO if state.verbose else logging.WARNING
+    configure_logging(fmt, level, timestamps=True)
+    logging.getLogger("pipeline").setLevel(min(level, logging.INFO))  # job lines, leader changes
+    log = logging.getLogger("pipeline.scheduler")
+    settings = state.settings
+    store = Store.open(settings.database_url, pool_size=settings.pool_size, max_overflow=settings.pool_max_overflow)
+    click.get_current_context().call_on_close(store.close)
+
+    async def main():
+        from .summarize import make_summarizer
+
+        close = getattr(make_summarizer(settings), "aclose", None)  # a config error fails now, not at the first job
+        if close is not None:
+            await close()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+
+        def on_signal(name: str):
+            if stop.is_set():
+                log.error("%s again: exiting at once", name)
+                os._exit(1)
+            log.info("%s received: stopping", name)
+            stop.set()
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, on_signal, sig.name)
+        try:
+            await serve(settings, clock=state.clock, stop_event=stop, run_now=run_now or None, store=store)
+        finally:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)
+
+    asyncio.run(main())
+
+
+def _ts(value) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S") if value else "never"
+
+
+@cli.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def status_cmd(state: State, as_json):
+    """Show the scheduler service: which `mempipe serve` leads (holder, pid, host, heartbeat
+    age), how each job last ended, and when each is due next. Read from the database, so it
+    works from any machine.
+
+    Example: mempipe status --json
+    """
+    from .scheduler.status import status
+
+    report = status(state.store(), state.settings, now=state.clock())
+    if as_json:
+        _echo_json(report)
+        return
+    lead = report["leader"]
+    if lead is None:
+        click.echo("leader: none yet (no `mempipe serve` has led on this database)")
+    elif lead["state"] == "leading":
+        click.echo(f"leader: {lead['holder']} (pid {lead['pid']} on {lead['host']}) since {_ts(lead['since'])} UTC, "
+                   f"heartbeat {lead['heartbeat_age_s']:.0f} s ago")
+    elif lead["state"] == "stopped":
+        click.echo(f"leader: none — {lead['holder']} stopped at {_ts(lead['released_at'])} UTC")
+    else:
+        click.echo(f"leader: STALE — {lead['holder']} (pid {lead['pid']} on {lead['host']}) last heartbeat "
+                   f"{lead['heartbeat_age_s']:.0f} s ago: stuck or dead (a standby takes over when its lock is free)")
+    click.echo(f"{'job':28} {'last start (UTC)':19}  {'outcome':9} {'secs':>7}  next due (UTC)")
+    for j in report["jobs"]:
+        secs = f"{j['last_duration_s']:.1f}" if j["last_duration_s"] is not None else "-"
+        due = _ts(j["next_run_at"]) if j["next_run_at"] else "-"
+        if j["next_run_source"] == "missed":
+            due += "  (missed: runs when a leader starts)"
+        elif not j["configured"]:
+            due = "(no longer configured)"
+        click.echo(f"{j['job']:28} {_ts(j['last_started_at']):19}  {j['last_outcome'] or '-':9} {secs:>7}  {due}")
+        if j["last_error"]:
+            click.echo(f"{'':28} error: {j['last_error']}")
 
 
 def main() -> None:

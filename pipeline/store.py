@@ -907,7 +907,9 @@ class LeaderLock:
             self.conn = self.engine.connect()
             for name, value in (("tcp_keepalives_idle", s), ("tcp_keepalives_interval", s),
                                 ("tcp_keepalives_count", 3), ("tcp_user_timeout", 3 * s * 1000)):
-                self.conn.exec_driver_sql(f"SET {name} = {int(value)}")
+                # set_config via pg_settings: a server without the setting (tcp_user_timeout < 12) skips it
+                self.conn.execute(sa.text("SELECT set_config(name, :v, false) FROM pg_settings WHERE name = :n"),
+                                  {"n": name, "v": str(int(value))})
             self.conn.commit()
         return self.conn
 
@@ -966,3 +968,67 @@ def _leader_lock(self: Store, key: int, *, check_s: float = 10.0) -> LeaderLock:
 
 
 Store.leader_lock = _leader_lock
+
+
+# ---------------------------------------------------------------------- the bot read path
+# A bot reads one row by primary key before every answer: this runs the README's statement on
+# a dedicated driver connection per thread (autocommit, so it never holds a snapshot open),
+# without building SQLAlchemy constructs per call. Any driver error is a StoreError.
+
+import re as _re
+import threading as _threading
+
+_NAMED = _re.compile(r":(\w+)")
+
+
+class _ReadConnection(_threading.local):
+    raw = None
+    driver = None
+    cursor = None
+    sql = None
+
+
+def _context_fast(self: Store, scope: str, user_id: int):
+    local = self.__dict__.get("_read_local")
+    if local is None:
+        local = self.__dict__.setdefault("_read_local", _ReadConnection())
+    try:
+        if local.driver is None:
+            raw = self.engine.raw_connection()
+            driver = raw.driver_connection
+            sql = query("get_context")
+            if self.dialect == "postgresql":
+                driver.autocommit = True
+                sql = _NAMED.sub(r"%(\1)s", sql)
+            local.raw, local.driver, local.cursor, local.sql = raw, driver, driver.cursor(), sql
+        cur = local.cursor
+        cur.execute(local.sql, {"scope": scope, "user_id": user_id})
+        return cur.fetchone()
+    except Exception as exc:
+        raw, local.raw, local.driver, local.cursor = local.raw, None, None, None
+        if raw is not None:
+            try:
+                raw.invalidate()
+            except Exception:  # pragma: no cover - best effort on a broken connection
+                pass
+        raise StoreError(f"database error while reading a context: {exc} (database: {self.safe_url})") from exc
+
+
+def _close_read(self: Store) -> None:
+    local = self.__dict__.get("_read_local")
+    if local is not None and local.raw is not None:
+        local.cursor.close()
+        local.raw.close()
+        local.raw = local.driver = local.cursor = None
+
+
+Store.context_fast = _context_fast
+_plain_close = Store.close
+
+
+def _close_all(self: Store) -> None:
+    _close_read(self)
+    _plain_close(self)
+
+
+Store.close = _close_all

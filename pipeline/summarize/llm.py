@@ -246,7 +246,22 @@ class LLMSummarizer:
             partials = new
         return {u: v[0] for u, v in partials.items() if v}, dropped
 
+    # A model is asked only when there is something to condense: text that already fits its
+    # length target is kept as it is (the extractive summarizer quotes it whole). Most users of a
+    # community write little on most days; summarising a 40-character message into a
+    # 300-character summary would cost tokens and add nothing.
+
+    def _fits_daily(self, pd: PartitionDay, previous: dict[int, str] | None = None) -> bool:
+        written: dict[int, int] = {}
+        for ln in pd.lines:
+            written[ln.user_id] = written.get(ln.user_id, 0) + len(ln.text) + 4
+        budget = self.lengths.daily_chars
+        return all(n + len((previous or {}).get(u, "")) + len(pd.speakers[u]) + 2 <= budget
+                   for u, n in written.items())
+
     async def daily(self, partition_day: PartitionDay) -> Outcome[dict[int, str]]:
+        if self._fits_daily(partition_day):
+            return await self.fallback.daily(partition_day)
         usage = Usage(calls=1)
         handles = self.handles(partition_day)
         try:
@@ -293,6 +308,8 @@ class LLMSummarizer:
     async def fold(self, new: PartitionDay, previous: dict[int, str]) -> Outcome[dict[int, str]]:
         """One call per chunk of new messages (usually one): each message is read once, plus the
         running summaries of the people who wrote them."""
+        if self._fits_daily(new, previous):
+            return await self.fallback.fold(new, previous)
         usage = Usage(calls=1)
         handles = self.handles(new)
         current = dict(previous)
@@ -327,12 +344,16 @@ class LLMSummarizer:
             return (await fallback_coro_factory()).value, usage, f"fallback: {exc}"
 
     async def historical(self, name: str, dailies: list[tuple[dt.date, str]]) -> Outcome[str]:
+        if sum(len(t) + 4 for _d, t in dailies) + 40 <= self.lengths.historical_chars:
+            return await self.fallback.historical(name, dailies)
         prompt = render("historical", name=name, dailies=dailies, target_chars=self.lengths.historical_chars)
         answer, usage, reason = await self._small("historical", prompt, HistoricalOut,
                                                   lambda: self.fallback.historical(name, dailies))
         return Outcome(answer if reason else answer.summary.strip(), usage, reason)
 
     async def merge(self, name: str, facts: str, day1: str, historical: str) -> Outcome[str]:
+        if len(facts) + len(day1) + len(historical) + 40 <= self.lengths.context_chars:
+            return await self.fallback.merge(name, facts, day1, historical)
         prompt = render("merge", name=name, facts=facts, day1=day1, historical=historical,
                         target_chars=self.lengths.context_chars)
         answer, usage, reason = await self._small("merge", prompt, MergeOut,

@@ -34,7 +34,9 @@ def slow_gemini(tmp_path):
     with FakeGemini(canned_answer, latency=0.15) as server:
         config = tmp_path / "gemini.toml"
         config.write_text(f'summarizer = "gemini"\n[gemini]\nbase_url = "{server.url}"\nconcurrency = 2\n'
-                          '[gemini.limits."gemini-2.5-flash"]\nrpm = 100000\n')
+                          '[gemini.limits."gemini-2.5-flash"]\nrpm = 100000\n'
+                          # short targets: the sample's texts then need the model (no pass-through)
+                          '[summary]\ndaily_chars = 40\nhistorical_chars = 40\ncontext_chars = 80\n')
         yield server, config
 
 

@@ -4,6 +4,7 @@ server (tests/fakes), on every database the suite runs against."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import json
 
@@ -22,6 +23,7 @@ from tests.fakes.responders import canned_answer
 from tests.helpers import replay
 
 UTC = dt.timezone.utc
+LONG = "I am building a castle with four towers, a moat and a drawbridge that really works."
 G1, ANA = 1150000000000000001, 1160000000000000001
 
 
@@ -37,6 +39,9 @@ def gemini_settings(settings, server, **gemini):
     g = s.gemini
     g.base_url, g.timeout_s, g.backoff_initial_s, g.backoff_max_s = server.url, 2.0, 0.01, 0.05
     g.limits = {}
+    # Short length targets so that the sample's texts need condensing: text that already fits
+    # its target is passed through without a model call (tested on its own below).
+    s.summary = s.summary.model_copy(update={"daily_chars": 40, "historical_chars": 40, "context_chars": 80})
     for key, value in gemini.items():
         setattr(g, key, value)
     return s
@@ -182,7 +187,7 @@ def test_requests_per_minute_never_exceed_the_limit(settings):
                             limits={"gemini-2.5-flash": ModelLimits(rpm=limit)})
         summarizer = llm(s)
         day = dt.date(2026, 11, 4)
-        pds = [PartitionDay(f"guild:{i}", day, (ChatLine(i, 7, "Ana", f"hello number {i}",
+        pds = [PartitionDay(f"guild:{i}", day, (ChatLine(i, 7, "Ana", f"hello number {i}: {LONG}",
                                                          dt.datetime(2026, 11, 4, tzinfo=UTC)),), {7: "Ana"})
                for i in range(1, 21)]
 
@@ -232,8 +237,7 @@ def test_gemma_never_sends_system_instruction_or_json_mode(store, settings):
 ])
 def test_each_fault_is_retried_then_falls_back(settings, fault):
     pd = PartitionDay("guild:1", dt.date(2026, 11, 4),
-                      (ChatLine(1, 7, "Ana", "I am building a castle.", dt.datetime(2026, 11, 4, tzinfo=UTC)),),
-                      {7: "Ana"})
+                      (ChatLine(1, 7, "Ana", LONG, dt.datetime(2026, 11, 4, tzinfo=UTC)),), {7: "Ana"})
     with FakeGemini(canned_answer) as server:
         s = gemini_settings(settings, server, max_attempts=2, timeout_s=0.3)
 
@@ -262,6 +266,7 @@ def test_unknown_speakers_in_an_answer_are_dropped_and_counted(settings):
     pd = PartitionDay("guild:1", dt.date(2026, 11, 4),
                       (ChatLine(1, 7, "Ana", "I am building a castle.", dt.datetime(2026, 11, 4, tzinfo=UTC)),),
                       {7: "Ana"})
+    pd = dataclasses.replace(pd, lines=(dataclasses.replace(pd.lines[0], text=LONG),))
     answer = json.dumps({"summaries": [{"speaker": "p1", "summary": "Ana builds."},
                                        {"speaker": "p9", "summary": "Mallory was here."},
                                        {"speaker": "1160000000000000001", "summary": "An id."}]})
@@ -324,3 +329,28 @@ def test_facts_through_gemini(db_url, settings, server, monkeypatch, tmp_path):
     out = runner.invoke(cli, base + ["facts", "forget", "--scope", "guild:1", "--user", "5", "keeps bees"],
                         catch_exceptions=False)
     assert out.exit_code == 0 and out.output.startswith("forgotten")
+
+
+def test_text_that_already_fits_is_not_sent_to_the_model(settings):
+    pd = PartitionDay("guild:1", dt.date(2026, 11, 4),
+                      (ChatLine(1, 7, "Ana", "I am building a castle.", dt.datetime(2026, 11, 4, tzinfo=UTC)),),
+                      {7: "Ana"})
+    with FakeGemini(canned_answer) as server:
+        s = gemini_settings(settings, server)
+        s.summary = s.summary.model_copy(update={"daily_chars": 300, "historical_chars": 500, "context_chars": 1200})
+        summarizer = llm(s)
+
+        async def go():
+            try:
+                daily = await summarizer.daily(pd)
+                hist = await summarizer.historical("Ana", [(pd.day, daily.value[7])])
+                merged = await summarizer.merge("Ana", "Ana keeps bees.", daily.value[7], hist.value)
+                return daily, hist, merged
+            finally:
+                await summarizer.aclose()
+
+        daily, hist, merged = asyncio.run(go())
+        assert server.calls() == []
+        assert daily.value == {7: "Ana: “I am building a castle.”"} and daily.degraded_reason is None
+        assert "I am building a castle." in hist.value and merged.value.startswith("Facts: Ana keeps bees.")
+        assert daily.usage.llm_calls == hist.usage.llm_calls == merged.usage.llm_calls == 0

@@ -223,3 +223,19 @@ def test_a_failed_run_records_why(store, settings):
     run = store.runs(1)[0]
     assert run["status"] == "failed" and "model endpoint exploded" in run["error"]
     assert run["finished_at"] is not None
+
+
+def test_an_outage_raises_instead_of_reading_as_no_memory(store, settings):
+    from pipeline.errors import StoreError
+
+    import_files(store, [SAMPLE], settings)
+    replay(store, settings, "2026-11-04", "2026-11-04")
+    assert get_context(f"guild:{G1}", ANA, store=store) is not None
+    assert get_context(f"guild:{G1}", 42, store=store) is None  # no memory: None
+    with store.engine.begin() as conn:
+        conn.execute(sa.text("ALTER TABLE memory_context RENAME TO memory_context_gone"))
+    with pytest.raises(StoreError, match="reading a context"):
+        get_context(f"guild:{G1}", ANA, store=store)
+    with store.engine.begin() as conn:
+        conn.execute(sa.text("ALTER TABLE memory_context_gone RENAME TO memory_context"))
+    assert get_context(f"guild:{G1}", ANA, store=store) is not None  # and it recovers
