@@ -102,6 +102,28 @@ class GeminiSettings(BaseModel):
         return self.models.get(operation) or self.models["daily"]
 
 
+class SchedulerSettings(BaseModel):
+    """`mempipe serve`: when the jobs run, how missed runs are handled, and leader election."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
+
+    timezone: str = Field("UTC", description="zone of refresh_minute / retention_hour (rollovers use each guild's)")
+    refresh_minute: int = Field(7, ge=0, le=59, description="refresh: every hour at this minute")
+    rollover_minute: int = Field(5, ge=0, le=59, description="rollover: this many minutes after each local midnight")
+    retention_hour: int = Field(3, ge=0, le=23, description="retention: once a day at this hour")
+    retention_minute: int = Field(30, ge=0, le=59)
+    # A missed run (the machine slept, the loop was blocked) still runs when it is at most this
+    # late. 24 h = one rollover period: after any sleep the latest missed midnight is < 24 h old,
+    # so it always runs — once, because missed runs are coalesced.
+    misfire_grace_s: int = Field(86400, ge=1)
+    takeover_s: float = Field(30.0, gt=0, description="a standby tries to take over this often")
+    heartbeat_s: float = Field(10.0, gt=0, description="the leader checks its lock and records a heartbeat this often")
+    retention_batch_size: int = Field(5000, ge=1, description="rows deleted per transaction")
+    run_on_start: bool = Field(False, description="run the refresh as soon as a process becomes leader")
+
+    _check_timezone = field_validator("timezone")(_check_zone)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="MEMPIPE_", env_nested_delimiter="__", extra="forbid"
@@ -118,6 +140,7 @@ class Settings(BaseSettings):
     timezones: Timezones = Field(default_factory=Timezones)
     summary: SummaryLengths = Field(default_factory=SummaryLengths)
     gemini: GeminiSettings = Field(default_factory=GeminiSettings)
+    scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
 
     # Files read by the TOML source; set per load() call (class-level because pydantic-settings
     # builds sources from the class).
