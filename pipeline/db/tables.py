@@ -141,3 +141,29 @@ pipeline_runs = sa.Table(
 )
 
 DERIVED_TABLES = (partition_days, daily_summaries, historical_summaries, memory_context)
+
+# `mempipe serve` (sql/migrations/0003_scheduler.*.sql): per-job state and the current leader,
+# read by `mempipe status`. The APScheduler job store itself is in memory.
+scheduler_state = sa.Table(
+    "scheduler_state", metadata,
+    sa.Column("job_id", sa.Text, primary_key=True),
+    sa.Column("last_started_at", UtcDateTime),
+    sa.Column("last_finished_at", UtcDateTime),
+    sa.Column("last_outcome", sa.Text),
+    sa.Column("last_error", sa.Text),
+    sa.Column("last_ok_at", UtcDateTime),
+    sa.Column("last_run_id", Id),
+    sa.Column("last_report", JsonDocument),
+    sa.Column("next_run_at", UtcDateTime),
+)
+
+scheduler_leader = sa.Table(
+    "scheduler_leader", metadata,
+    sa.Column("id", sa.Integer, sa.CheckConstraint("id = 1"), primary_key=True, autoincrement=False),
+    sa.Column("holder", sa.Text, nullable=False),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Column("host", sa.Text, nullable=False),
+    sa.Column("since", UtcDateTime, nullable=False),
+    sa.Column("heartbeat_at", UtcDateTime, nullable=False),
+    sa.Column("released_at", UtcDateTime),
+)
