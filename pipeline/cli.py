@@ -40,7 +40,8 @@ class State:
         return self._settings
 
     def store(self, check_schema: bool = True) -> Store:
-        store = Store.open(self.settings.database_url, check_schema=check_schema)
+        store = Store.open(self.settings.database_url, check_schema=check_schema,
+                           pool_size=self.settings.pool_size, max_overflow=self.settings.pool_max_overflow)
         click.get_current_context().call_on_close(store.close)  # release pooled connections
         return store
 
@@ -469,6 +470,26 @@ def serve_cmd(state: State, log_format, run_now):
 
 def _ts(value) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S") if value else "never"
+
+
+@cli.command("retention")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def retention_cmd(state: State, as_json: bool):
+    """Delete what aged out (chat history and daily summaries older than retention_days,
+    historical summaries past their window, contexts not refreshed since), in bounded batches.
+    Facts are kept. `mempipe serve` runs this daily; run it from cron when you use cron instead.
+
+    Example: mempipe retention
+    """
+    from .retention import apply_retention
+
+    deleted = apply_retention(state.store(), state.settings, now=state.clock(),
+                              batch_size=state.settings.scheduler.retention_batch_size)
+    if as_json:
+        _echo_json(deleted)
+    else:
+        click.echo(", ".join(f"{table}: {n} deleted" for table, n in deleted.items()))
 
 
 @cli.command("status")

@@ -18,6 +18,9 @@ from pydantic_settings import (
 from .errors import ConfigError
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config" / "default.toml"
+# Files the TOML source reads, set by load_settings() for the duration of one construction
+# (pydantic-settings builds its sources from the class, not the instance).
+_TOML_FILES: tuple[Path, ...] = ()
 
 
 def _check_zone(name: str) -> str:
@@ -142,9 +145,6 @@ class Settings(BaseSettings):
     gemini: GeminiSettings = Field(default_factory=GeminiSettings)
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
 
-    # Files read by the TOML source; set per load() call (class-level because pydantic-settings
-    # builds sources from the class).
-    _toml_files: tuple[Path, ...] = ()
 
     @classmethod
     def settings_customise_sources(
@@ -155,7 +155,7 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml = TomlConfigSettingsSource(settings_cls, toml_file=list(cls._toml_files), deep_merge=True)
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=list(_TOML_FILES), deep_merge=True)
         return (init_settings, env_settings, toml)
 
 
@@ -167,10 +167,11 @@ def load_settings(config_file: str | os.PathLike | None = None, **overrides) -> 
         if not path.is_file():
             raise ConfigError(f"config file {path} does not exist (pass an existing TOML file to --config)")
         files.append(path)
-    Settings._toml_files = tuple(files)
+    global _TOML_FILES
+    _TOML_FILES = tuple(files)
     try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})
     except ValueError as exc:  # pydantic ValidationError, TOML decode errors
         raise ConfigError(f"invalid configuration ({', '.join(str(f) for f in files)}): {exc}") from exc
     finally:
-        Settings._toml_files = ()
+        _TOML_FILES = ()

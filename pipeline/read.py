@@ -32,10 +32,11 @@ class Context(NamedTuple):
 
 
 def _store_for(url: str | None) -> Store:
-    url = url or load_settings().database_url
+    settings = load_settings()
+    url = url or settings.database_url
     with _lock:
         if url not in _stores:
-            _stores[url] = Store.open(url)
+            _stores[url] = Store.open(url, pool_size=settings.pool_size, max_overflow=settings.pool_max_overflow)
         return _stores[url]
 
 

@@ -140,30 +140,30 @@ async def bring_up_to_date(ctx: RunContext, daily_days: list[dt.date] | None, as
     return plan
 
 
-def _sqlite_run_lock(ctx: RunContext):
+@contextlib.asynccontextmanager
+async def _sqlite_run_lock(ctx: RunContext):
     """SQLite: one run at a time per database file (a second waits, then finds its work done).
-    PostgreSQL runs share the work through per-item claims instead (stages/claims.py)."""
+    PostgreSQL runs share the work through per-item claims instead (stages/claims.py).
+    The wait polls, so a waiting `serve` keeps its event loop (heartbeats, signals) alive."""
     url = ctx.store.engine.url
     if ctx.dry_run or url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
-        return contextlib.nullcontext()
+        yield
+        return
     lock = filelock.FileLock(url.database + ".run.lock")
+    warned = False
+    while True:
+        try:
+            lock.acquire(timeout=0)
+            break
+        except filelock.Timeout:
+            if not warned:
+                log.warning("another mempipe run holds %s.run.lock; waiting for it", url.database)
+                warned = True
+            await asyncio.sleep(0.2)
     try:
-        lock.acquire(timeout=0)
-    except filelock.Timeout:
-        log.warning("another mempipe run holds %s.run.lock; waiting for it", url.database)
-        lock.acquire()
-    return _Release(lock)
-
-
-class _Release:
-    def __init__(self, lock):
-        self.lock = lock
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.lock.release()
+        yield
+    finally:
+        lock.release()
 
 
 async def execute(ctx: RunContext, kind: str, date_from: dt.date | None, date_to: dt.date | None,
@@ -172,7 +172,7 @@ async def execute(ctx: RunContext, kind: str, date_from: dt.date | None, date_to
     """Record a pipeline_runs row around one run or replay; a failure is recorded with its cause.
     `kind` is "run" (as of date_to, default today per guild), "replay" (date_from..date_to), or
     a scheduler job name (run semantics, recorded under that name)."""
-    with _sqlite_run_lock(ctx):
+    async with _sqlite_run_lock(ctx):
         return await _execute(ctx, kind, date_from, date_to, guild_id, progress, only_guilds)
 
 
@@ -192,7 +192,12 @@ async def _execute(ctx: RunContext, kind: str, date_from: dt.date | None, date_t
         except Exception:
             log.exception("could not write the results finished before the failure")
         await _close(ctx)
-        reason = f"{exc.__class__.__name__}: {exc}" if not isinstance(exc, MempipeError) else str(exc)
+        if isinstance(exc, asyncio.CancelledError):
+            reason = "cancelled by shutdown"
+        elif isinstance(exc, MempipeError):
+            reason = str(exc)
+        else:
+            reason = f"{exc.__class__.__name__}: {exc}"
         try:
             ctx.store.finish_run(run_id, "failed", ctx.stats.columns(), ctx.now(), error=reason)
         except MempipeError:

@@ -142,3 +142,16 @@ def test_db_status(mp):
 def test_ids_beyond_64_bits_are_refused_cleanly(mp):
     result = mp("context", "--scope", "guild:1", "--user", "99999999999999999999", ok=False)
     assert result.exit_code == 2 and "--user" in result.output
+
+
+def test_retention_command(mp, tmp_path):
+    mp("import", str(SAMPLE))
+    config = tmp_path / "short.toml"
+    config.write_text("retention_days = 8\n")
+    kept = json.loads(mp("retention", "--json").output)  # 30 days from 2026-11-22 on: kept
+    assert kept["chat_history"] == 0 or kept["chat_history"] == 90  # (90 once the machine is past 2026-12-05)
+    out = json.loads(mp("--config", str(config), "retention", "--json").output)
+    # the sample is from 2026-11-01..04; with 8 days of retention it has aged out for good
+    assert out["chat_history"] == 90 - kept["chat_history"]
+    assert set(out) == {"chat_history", "daily_summaries", "partition_days", "historical_summaries",
+                        "memory_context"}

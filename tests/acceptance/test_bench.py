@@ -1,0 +1,56 @@
+"""The benchmark harness runs end to end (tiny corpus) and writes every figure; the nightly call
+count equals the minimum computed from the corpus, and an unchanged replay makes no call."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+SECTIONS = {"ingest", "calls", "overhead", "quota", "read", "cost"}
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("bench")
+    out = tmp / "RESULTS.md"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMPIPE_") or k.endswith("_PG_URL")}
+    proc = subprocess.run([sys.executable, "-m", "bench", "--size", "tiny", "--out", str(out), "--work", str(tmp / "work")],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads((tmp / "results" / "tiny.json").read_text()), out.read_text(), proc.stdout
+
+
+def test_every_section_is_measured_and_reported(bench):
+    data, text, stdout = bench
+    assert set(data["sections"]) == SECTIONS
+    assert stdout.strip() == text.strip()  # printed as written
+    for title in ("Ingest", "LLM calls per nightly run", "Pipeline overhead", "Quota use", "Bot read", "Cost"):
+        assert f". {title} (tiny)" in text
+    assert text.count("this section alone: `python -m bench --size tiny --seed 1 --only ") == len(SECTIONS)
+    s = data["sections"]
+    assert s["ingest"]["sqlite"]["msgs_per_s"] > 0
+    assert s["overhead"]["databases"]["sqlite"]["wall_s"] > 0
+    assert s["overhead"]["databases"]["sqlite"]["peak_rss_mb"] > 0
+    assert 0 < s["quota"]["variants"][0]["share"] <= 1.0
+    assert s["quota"]["variants"][0]["max_in_window"] <= s["quota"]["variants"][0]["limit"]
+    assert s["read"]["databases"]["sqlite"]["get_context"]["p99_ms"] > 0
+    for part in ("replay", "nightly", "live"):
+        assert s["cost"][part]["prompt_tokens_with_system"] > 0 and s["cost"][part]["prompt_per_chat_token"] > 0
+    if os.environ.get("CI") == "true":  # CI has PostgreSQL: its halves must have run
+        assert s["ingest"]["postgresql"] is not None and "postgresql" in s["read"]["databases"]
+
+
+def test_nightly_calls_equal_the_minimum_and_unchanged_replay_costs_nothing(bench):
+    calls = bench[0]["sections"]["calls"]
+    assert calls["runs"], "no nightly run was measured"
+    for db, run in calls["runs"].items():
+        assert run["unchanged"]["calls"] == 0, db
+        assert run["cold"]["calls"] == calls["minimum_cold"]["total"], db
+        assert run["steady"]["calls"] == calls["minimum_steady"]["total"], db
+    assert calls["minimum_cold"]["total"] < calls["on_demand"]["total"]
