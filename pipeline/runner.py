@@ -17,6 +17,7 @@ from typing import Callable
 
 from .calendar import HISTORY_DAYS, day_bounds, days_between
 from .errors import MempipeError
+from .stages.claims import lock_key
 from .stages.context import RunContext
 from .stages.daily import _UNKNOWN as _UNREAD
 from .stages.daily import load_partition_days, run_daily
@@ -141,29 +142,40 @@ async def bring_up_to_date(ctx: RunContext, daily_days: list[dt.date] | None, as
 
 
 @contextlib.asynccontextmanager
-async def _sqlite_run_lock(ctx: RunContext):
-    """SQLite: one run at a time per database file (a second waits, then finds its work done).
-    PostgreSQL runs share the work through per-item claims instead (stages/claims.py).
-    The wait polls, so a waiting `serve` keeps its event loop (heartbeats, signals) alive."""
+async def _run_lock(ctx: RunContext):
+    """Runs that do not share work item by item take turns: a second run waits, then finds its
+    work done. SQLite: a file lock next to the database. PostgreSQL with a cheap summarizer: a
+    session advisory lock on a dedicated connection. (PostgreSQL with a model shares the work
+    through per-item claims instead, stages/claims.py.) The wait polls, so a waiting `serve` keeps
+    its event loop (heartbeats, signals) alive."""
     url = ctx.store.engine.url
-    if ctx.dry_run or url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
+    if ctx.dry_run or ctx.uses_claims or (url.get_backend_name() == "sqlite"
+                                           and (not url.database or url.database == ":memory:")):
         yield
         return
-    lock = filelock.FileLock(url.database + ".run.lock")
+    if url.get_backend_name() == "sqlite":
+        lock = filelock.FileLock(url.database + ".run.lock")
+
+        def try_acquire() -> bool:
+            try:
+                lock.acquire(timeout=0)
+                return True
+            except filelock.Timeout:
+                return False
+        release = lock.release
+    else:
+        lock = ctx.store.advisory_lock(lock_key("mempipe:run"))
+        try_acquire, release = lock.try_acquire, lock.release
     warned = False
-    while True:
-        try:
-            lock.acquire(timeout=0)
-            break
-        except filelock.Timeout:
-            if not warned:
-                log.warning("another mempipe run holds %s.run.lock; waiting for it", url.database)
-                warned = True
-            await asyncio.sleep(0.2)
+    while not try_acquire():
+        if not warned:
+            log.warning("another mempipe run is working on %s; waiting for it", ctx.store.safe_url)
+            warned = True
+        await asyncio.sleep(0.2)
     try:
         yield
     finally:
-        lock.release()
+        release()
 
 
 async def execute(ctx: RunContext, kind: str, date_from: dt.date | None, date_to: dt.date | None,
@@ -172,7 +184,7 @@ async def execute(ctx: RunContext, kind: str, date_from: dt.date | None, date_to
     """Record a pipeline_runs row around one run or replay; a failure is recorded with its cause.
     `kind` is "run" (as of date_to, default today per guild), "replay" (date_from..date_to), or
     a scheduler job name (run semantics, recorded under that name)."""
-    async with _sqlite_run_lock(ctx):
+    async with _run_lock(ctx):
         return await _execute(ctx, kind, date_from, date_to, guild_id, progress, only_guilds)
 
 

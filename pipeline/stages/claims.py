@@ -6,8 +6,9 @@ blocks the event loop. The holder computes and commits; the waiter then re-reads
 the hash it would have written, and counts a cache hit instead of a second summarizer call.
 A crashed holder's session ends and PostgreSQL releases its locks.
 
-SQLite has one writer at a time anyway: the runner takes a whole-run file lock instead
-(pipeline/runner.py), so these claims are no-ops there.
+SQLite has one writer at a time anyway, and cheap (in-process) summarizers are not worth a lock
+per item: there the runner takes a whole-run lock instead (pipeline/runner.py) and runs take
+turns, so these claims are no-ops.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ class Busy(Exception):
 
 @contextlib.asynccontextmanager
 async def claim(ctx: RunContext, key: str, *, wait: bool = True) -> AsyncIterator[None]:
-    if ctx.dry_run or ctx.store.dialect != "postgresql":
+    if not ctx.uses_claims:
         yield
         return
     lock = ctx.store.advisory_lock(lock_key(key))

@@ -72,9 +72,20 @@ class RunContext:
         if self._writer is None:
             from .writes import Writer
 
-            cheap = getattr(self.summarizer, "cheap", False)
-            self._writer = Writer(self.store, immediate=self.store.dialect == "postgresql" or not cheap)
+            self._writer = Writer(self.store, immediate=self.uses_claims or not self.cheap)
         return self._writer
+
+    @property
+    def cheap(self) -> bool:
+        """An in-process summarizer (extractive): a result costs nothing to recompute."""
+        return bool(getattr(self.summarizer, "cheap", False))
+
+    @property
+    def uses_claims(self) -> bool:
+        """Runs on one PostgreSQL database share expensive (model) work item by item, with
+        advisory-lock claims. Cheap work is not worth a lock per item: such runs take turns
+        (a run lock, see runner.py), as they always do on SQLite."""
+        return self.store.dialect == "postgresql" and not self.cheap and not self.dry_run
 
     def forgotten_for(self, user_ids) -> dict[int, list[str]]:
         """Forgotten facts by user, read once per run (the table is small; facts commands that

@@ -139,7 +139,7 @@ async def run_daily(ctx: RunContext, partition: str, guild_id: int | None, day: 
     try:
         async with claim(ctx, f"daily:{partition}:{day.isoformat()}", wait=wait):
             # another run may have just written it (only possible where claims are in use)
-            existing = ctx.store.partition_day(partition, day) if ctx.store.dialect == "postgresql" else stored
+            existing = ctx.store.partition_day(partition, day) if ctx.uses_claims else stored
             if fresh(existing):
                 ctx.stats.cache_hits += 1
                 return "cached"

@@ -39,7 +39,7 @@ async def run_historical(ctx: RunContext, partition: str, guild_id: int | None, 
             return
         async with claim(ctx, f"historical:{partition}:{uid}:{day1.isoformat()}"):
             # another run may have just written it (only possible where claims are in use)
-            old = ctx.store.historical_of(partition, day1, uid) if ctx.store.dialect == "postgresql" else existing.get(uid)
+            old = ctx.store.historical_of(partition, day1, uid) if ctx.uses_claims else existing.get(uid)
             if fresh(old):
                 ctx.stats.cache_hits += 1
                 return

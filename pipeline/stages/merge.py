@@ -190,7 +190,7 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
         return "planned"
     async with claim(ctx, f"merge:{scope}:{user_id}"):
         # another run may have just written it (only possible where claims are in use)
-        existing = ctx.store.context_full(str(scope), user_id) if ctx.store.dialect == "postgresql" \
+        existing = ctx.store.context_full(str(scope), user_id) if ctx.uses_claims \
             else inputs.context(str(scope), user_id)
         verdict = decide(existing)
         if verdict is not None:

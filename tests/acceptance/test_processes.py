@@ -105,3 +105,18 @@ def test_sigkill_mid_replay_then_rerun_finishes_without_redoing_work(db_url, slo
     daily, ctx, runs = _summaries(db_url)
     ref_daily, ref_ctx, _ = _single_run_reference(tmp_path, config)
     assert daily == ref_daily and ctx == ref_ctx  # nothing missing
+
+
+def test_two_concurrent_cheap_runs_take_turns(db_url, tmp_path):
+    config = tmp_path / "extractive.toml"
+    config.write_text('summarizer = "extractive"\n')
+    _mempipe(db_url, config, "db", "upgrade")
+    _mempipe(db_url, config, "import", str(SAMPLE))
+    procs = [_mempipe(db_url, config, "replay", "--from", "2026-11-01", "--to", "2026-11-04", wait=False)
+             for _ in range(2)]
+    for p in procs:
+        _out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err.decode()
+    _daily, _ctx, runs = _summaries(db_url)
+    assert [r[2] for r in runs] == ["ok", "ok"]
+    assert sorted(r[0] for r in runs) == [0, 34]  # one did the work, the other found it done
