@@ -1,0 +1,170 @@
+"""Counts computed from the corpus alone (never from the pipeline's tables): who spoke where on
+which local day, and from that the fewest summarizer calls a run can make, and what an
+on-demand design would make.
+
+The minimum, for a run as of day 1 = D over days `window` (DESIGN.md's stages):
+- daily: one call per partition-day with at least one message in the window;
+- historical: one call per (partition, user) with at least one daily summary in days 2-7
+  (D-6 .. D-1);
+- merge: one call per context (scope, user) with at least two non-empty inputs among facts,
+  day-1 summaries and historical summaries of the scope's source partitions (guild:G <- G;
+  channel:C <- C + its guild; a one-to-one dm:D <- D + every partition the user posted in;
+  a group DM <- itself). A context with one non-empty input is that input: no call.
+The corpus has no facts, so a merge is needed exactly when the user has a day-1 daily and a
+historical summary among the sources.
+
+On-demand (summarise per user per read, the field's common practice): every (partition, user)
+active in the week is read once a day; each read summarises each of that user's active days
+(one call per day) and merges them (one more call, none when only one day has messages). This
+is the floor of such a design: more reads per day cost that much again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Iterable
+from zoneinfo import ZoneInfo
+
+
+@dataclass
+class Activity:
+    kind: dict[str, str] = field(default_factory=dict)              # partition -> guild|channel|dm
+    guild: dict[str, int | None] = field(default_factory=dict)      # partition -> guild id
+    group: set[str] = field(default_factory=set)                    # group-DM partitions
+    speakers: dict[tuple[str, dt.date], set[int]] = field(default_factory=lambda: defaultdict(set))
+    chars: dict[dt.date, int] = field(default_factory=lambda: defaultdict(int))  # chat characters per local day
+    messages: dict[dt.date, int] = field(default_factory=lambda: defaultdict(int))
+    partitions_of: dict[int, set[str]] = field(default_factory=lambda: defaultdict(set))  # all-time, per user
+    # (partition, day) -> {(guild key, user)} mentioned; a name is known once the user posted in that guild
+    mentions: dict[tuple[str, dt.date], set[tuple[int, int]]] = field(default_factory=lambda: defaultdict(set))
+    first_post: dict[tuple[int, int], dt.date] = field(default_factory=dict)  # (guild key, user) -> first local day
+
+    def users(self, days: Iterable[dt.date]) -> set[int]:
+        days = set(days)
+        return {u for (_p, d), us in self.speakers.items() if d in days for u in us}
+
+
+_MENTION = re.compile(r"<@!?(\d+)>")
+
+
+def in_slice(row: dict, k: int, offset: int) -> bool:
+    """Guild number offset, offset + k, … (guild 0 is the busiest), their restricted channels,
+    and every k-th DM conversation."""
+    from .corpus import CHANNEL_BASE, GUILD_BASE
+
+    if row["guild_id"]:
+        return (int(row["guild_id"]) - GUILD_BASE - 1) % k == offset
+    return (int(row["channel_id"]) - CHANNEL_BASE) % k == offset
+
+
+def partition_of(row: dict) -> str:
+    vis = row["visibility"]
+    if vis == "public":
+        return f"guild:{int(row['guild_id'])}"
+    return f"{'channel' if vis == 'restricted' else 'dm'}:{int(row['channel_id'])}"
+
+
+def local_day_of(row: dict, timezones: dict[int, str], zones: dict[str, ZoneInfo]) -> dt.date:
+    tz = timezones.get(int(row["guild_id"]), "UTC") if row["guild_id"] else "UTC"
+    zone = zones.get(tz) or zones.setdefault(tz, ZoneInfo(tz))
+    return dt.datetime.fromisoformat(row["ts"]).astimezone(zone).date()
+
+
+def activity(rows: Iterable[dict], timezones: dict[int, str]) -> Activity:
+    act = Activity()
+    zones: dict[str, ZoneInfo] = {}
+    for row in rows:
+        p = partition_of(row)
+        user = int(row["user_id"])
+        day = local_day_of(row, timezones, zones)
+        act.kind[p] = p.split(":")[0]
+        act.guild[p] = int(row["guild_id"]) if row["guild_id"] else None
+        if row.get("is_group"):
+            act.group.add(p)
+        act.speakers[(p, day)].add(user)
+        act.chars[day] += len(row["text"])
+        act.messages[day] += 1
+        act.partitions_of[user].add(p)
+        key = int(row["guild_id"] or 0)  # the members table's guild key (0: DMs)
+        if act.first_post.get((key, user), day) >= day:
+            act.first_post[(key, user)] = day
+        for m in _MENTION.findall(row["text"]):
+            act.mentions[(p, day)].add((key, int(m)))
+    return act
+
+
+def _sources(act: Activity, scope: str, user: int, dm_speakers: dict[str, set[int]]) -> list[str]:
+    kind = act.kind[scope]
+    if kind == "guild":
+        return [scope]
+    if kind == "channel":
+        return [scope, f"guild:{act.guild[scope]}"]
+    private = scope not in act.group and len(dm_speakers[scope]) <= 1
+    return [scope] + sorted(act.partitions_of[user] - {scope}) if private else [scope]
+
+
+def minimum(act: Activity, window: list[dt.date], day1: dt.date, *, names_from: dt.date | None = None) -> dict[str, int]:
+    """Fewest calls of a run as of `day1` whose daily stage must compute the partition-days of
+    `window` (the others are already up to date).
+
+    names_from: the first day whose messages this run's import added (a steady nightly run).
+    A partition-day outside the window then also needs its call again when it mentions someone
+    who first posted in that guild on or after that day: the importer learns display names from
+    authors, so that mention read "@someone" in the earlier call and now reads "@Name"."""
+    history = {day1 - dt.timedelta(days=i) for i in range(1, 7)}
+    window = set(window)
+    daily = sum(1 for (p, d) in act.speakers if d in window)
+    if names_from is not None:
+        daily += sum(1 for (p, d), keys in act.mentions.items() if d not in window and d < names_from
+                     and any(act.first_post.get(k, dt.date.min) >= names_from for k in keys))
+    day1_users: dict[str, set[int]] = defaultdict(set)
+    hist_users: dict[str, set[int]] = defaultdict(set)
+    dm_speakers: dict[str, set[int]] = defaultdict(set)
+    for (p, d), us in act.speakers.items():
+        if d == day1:
+            day1_users[p] |= us
+        if d in history:
+            hist_users[p] |= us
+        if act.kind[p] == "dm":
+            dm_speakers[p] |= us
+    historical = sum(len(us) for us in hist_users.values())
+    scopes = set(day1_users) | set(hist_users)
+    merge = contexts = 0
+    for scope in scopes:
+        for user in day1_users[scope] | hist_users[scope]:
+            contexts += 1
+            sources = _sources(act, scope, user, dm_speakers)
+            has_day1 = any(user in day1_users[s] for s in sources)
+            has_hist = any(user in hist_users[s] for s in sources)
+            merge += has_day1 and has_hist
+    return {"daily": daily, "historical": historical, "merge": merge,
+            "total": daily + historical + merge, "contexts": contexts}
+
+
+def unchanged_history(act: Activity, day1: dt.date) -> int:
+    """Historical calls of a run as of `day1` whose input equals that of the run as of the day
+    before (the user wrote nothing in the partition on the new day 2, and nothing aged out of
+    the old day 7): a cross-day lookup by input hash could reuse yesterday's text."""
+    new_day2, old_day7 = day1 - dt.timedelta(days=1), day1 - dt.timedelta(days=7)
+    hist = {day1 - dt.timedelta(days=i) for i in range(1, 7)}
+    per: dict[tuple[str, int], set[dt.date]] = defaultdict(set)
+    for (p, d), us in act.speakers.items():
+        if d in hist | {old_day7}:
+            for u in us:
+                per[(p, u)].add(d)
+    return sum(1 for days in per.values() if days & hist and new_day2 not in days and old_day7 not in days)
+
+
+def on_demand(act: Activity, window: list[dt.date]) -> dict[str, int]:
+    window = set(window)
+    days: dict[tuple[str, int], int] = defaultdict(int)
+    for (p, d), us in act.speakers.items():
+        if d in window:
+            for u in us:
+                days[(p, u)] += 1
+    summaries = sum(days.values())
+    merges = sum(1 for n in days.values() if n > 1)
+    return {"reads": len(days), "day_summaries": summaries, "merges": merges, "total": summaries + merges}

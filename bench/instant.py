@@ -1,0 +1,66 @@
+"""An in-process summarizer that answers at once: the pipeline's own cost with the model's
+taken away.
+
+It returns tiny strings, but not constant ones: each is a short digest of the operation's
+input (`Ana d#1a2b3c4d`). A constant answer would make every merge's input hash equal across
+days and hide work the pipeline must do when a real model answers; a digest changes exactly
+when the input does, like a model's answer would.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import zlib
+
+from pipeline.summarize.base import Outcome, PartitionDay, Usage
+
+
+def _digest(*parts: object) -> str:
+    return f"{zlib.crc32(repr(parts).encode()):08x}"
+
+
+class InstantSummarizer:
+    """cheap=False (the default) stands in for a model: the pipeline writes each item when it is
+    done, as it does after a model call. cheap=True lets it batch writes, as it does for the
+    extractive summarizer (`pipeline/stages/writes.py`)."""
+
+    kind = "instant"
+
+    def __init__(self, *, cheap: bool = False) -> None:
+        self.cheap = cheap
+        self.calls: dict[str, int] = {"daily": 0, "fold": 0, "historical": 0, "merge": 0, "remember": 0, "forget": 0}
+
+    def fingerprint(self, operation: str) -> str:
+        return f"instant-1:{operation}"
+
+    def _count(self, operation: str) -> Usage:
+        self.calls[operation] += 1
+        return Usage(calls=1)
+
+    async def daily(self, partition_day: PartitionDay) -> Outcome[dict[int, str]]:
+        said: dict[int, list] = {}
+        for ln in partition_day.lines:
+            said.setdefault(ln.user_id, []).append(ln.message_id)
+        out = {uid: f"{name} d#{_digest(partition_day.day, said.get(uid))}"
+               for uid, name in partition_day.speakers.items()}
+        return Outcome(out, self._count("daily"))
+
+    async def fold(self, new: PartitionDay, previous: dict[int, str]) -> Outcome[dict[int, str]]:
+        said: dict[int, list] = {}
+        for ln in new.lines:
+            said.setdefault(ln.user_id, []).append(ln.message_id)
+        out = {uid: f"{name} d#{_digest(previous.get(uid), said.get(uid))}" for uid, name in new.speakers.items()}
+        return Outcome(out, self._count("fold"))
+
+    async def historical(self, name: str, dailies: list[tuple[dt.date, str]]) -> Outcome[str]:
+        return Outcome(f"{name} h#{_digest(dailies)}", self._count("historical"))
+
+    async def merge(self, name: str, facts: str, day1: str, historical: str) -> Outcome[str]:
+        return Outcome(f"{name} c#{_digest(facts, day1, historical)}", self._count("merge"))
+
+    async def remember(self, blob: str, fact: str) -> Outcome[str]:
+        return Outcome((blob + "\n" + fact).strip(), self._count("remember"))
+
+    async def forget(self, blob: str, fact: str, subject: str = "") -> Outcome[tuple[str, bool]]:
+        kept = [line for line in blob.splitlines() if fact.lower() not in line.lower()]
+        return Outcome(("\n".join(kept), len(kept) != len(blob.splitlines())), self._count("forget"))

@@ -1,0 +1,186 @@
+"""1. Ingest: import_files of the corpus JSONL into a fresh SQLite file and a fresh PostgreSQL
+database, and, beside it, a raw COPY of the same rows into a bare table (the limit)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import json
+import time
+from pathlib import Path
+
+import psycopg
+
+from pipeline.ingest import import_files
+from pipeline.store import Store
+
+from .. import profiling
+from ..env import Env, conninfo, log, pg_database
+from ..expected import partition_of
+
+TITLE = "Ingest"
+SQLITE_TARGET = 100_000   # msgs/s
+PG_TARGET = 0.7           # x raw COPY
+BARE = ("CREATE TABLE bare_chat (message_id bigint, guild_id bigint, channel_id bigint, visibility text, "
+        "partition text, user_id bigint, text text, ts timestamptz, reply_to bigint, edited_ts timestamptz, "
+        "ingested_at timestamptz)")
+
+
+def _fresh(url: str) -> Store:
+    store = Store.open(url, check_schema=False)
+    store.upgrade()
+    return store
+
+
+def _pipeline_import(url: str, path: Path, settings) -> float:
+    store = _fresh(url)
+    try:
+        t0 = time.perf_counter()
+        import_files(store, [path], settings, fmt="jsonl")
+        return time.perf_counter() - t0
+    finally:
+        store.close()
+
+
+def _row(r: dict, now: str) -> tuple:
+    return (r["message_id"], r["guild_id"], r["channel_id"], r["visibility"], partition_of(r), r["user_id"],
+            r["text"], r["ts"], r.get("reply_to"), r.get("edited_ts"), now)
+
+
+def _raw_copy(url: str, path: Path, *, from_file: bool) -> float:
+    """COPY (text format) into a table with no index, key or constraint, one transaction.
+    from_file: the timing includes reading and parsing the JSONL (the same input the importer
+    gets); otherwise the rows are parsed beforehand and only the COPY is timed."""
+    now = dt.datetime.now(dt.timezone.utc).isoformat()
+    rows = None if from_file else [_row(json.loads(line), now) for line in path.open(encoding="utf-8")]
+    with psycopg.connect(conninfo(url)) as conn:
+        conn.execute(BARE)
+        conn.commit()
+        t0 = time.perf_counter()
+        with conn.cursor() as cur, cur.copy("COPY bare_chat FROM STDIN") as copy:
+            if rows is None:
+                with path.open(encoding="utf-8") as fh:
+                    for line in fh:
+                        copy.write_row(_row(json.loads(line), now))
+            else:
+                for row in rows:
+                    copy.write_row(row)
+        conn.commit()
+        return time.perf_counter() - t0
+
+
+def _raw_sqlite(url: str, path: Path) -> float:
+    """executemany into a table with no key or index, one transaction, the engine's pragmas
+    (WAL, synchronous NORMAL); timing includes reading and parsing the JSONL."""
+    import sqlite3
+
+    now = dt.datetime.now(dt.timezone.utc).isoformat()
+    conn = sqlite3.connect(url.removeprefix("sqlite:///"))
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute(BARE.replace("bigint", "integer").replace("timestamptz", "text"))
+    t0 = time.perf_counter()
+    with conn, path.open(encoding="utf-8") as fh:
+        conn.executemany("INSERT INTO bare_chat VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                         (_row(json.loads(line), now) for line in fh))
+    t = time.perf_counter() - t0
+    conn.close()
+    return t
+
+
+def _prefix(env: Env) -> Path:
+    """The corpus, or its first PROFILE_LINES lines, for a profiling pass."""
+    lines = env.plan["profile_lines"]
+    if env.meta["counts"]["messages"] <= lines:
+        return env.corpus_path
+    out = env.work / "corpus-prefix.jsonl"
+    with env.corpus_path.open(encoding="utf-8") as src, out.open("w", encoding="utf-8") as dst:
+        dst.writelines(itertools.islice(src, lines))
+    return out
+
+
+def run(env: Env) -> dict:
+    n = env.meta["counts"]["messages"]
+    path, settings = env.corpus_path, env.settings()
+    reps = env.plan["ingest_reps"]
+    res: dict = {"messages": n, "repetitions": reps, "sqlite": {}, "postgresql": None}
+
+    times, raw_times = [], []
+    for i in range(reps):
+        with env.database("sqlite", "ingest-raw") as url:
+            raw_times.append(_raw_sqlite(url, path))
+        with env.database("sqlite", "ingest") as url:
+            times.append(_pipeline_import(url, path, settings))
+        log(f"ingest sqlite #{i + 1}: {n / times[-1]:,.0f} msgs/s, raw insert {n / raw_times[-1]:,.0f}")
+    best = min(times)
+    res["sqlite"] = {"seconds": [round(t, 3) for t in times], "msgs_per_s": round(n / best),
+                     "raw_seconds": [round(t, 3) for t in raw_times], "raw_msgs_per_s": round(n / min(raw_times)),
+                     "ratio": round(min(raw_times) / best, 3)}
+    res["sqlite"]["met"] = res["sqlite"]["msgs_per_s"] >= SQLITE_TARGET
+
+    if env.pg_reason is None:
+        pipe, raw, raw_db = [], [], []
+        for i in range(reps):  # interleaved, each into its own fresh database
+            with pg_database() as url:
+                raw.append(_raw_copy(url, path, from_file=True))
+            with pg_database() as url:
+                pipe.append(_pipeline_import(url, path, settings))
+            with pg_database() as url:
+                raw_db.append(_raw_copy(url, path, from_file=False))
+            log(f"ingest postgresql #{i + 1}: pipeline {n / pipe[-1]:,.0f} msgs/s, raw COPY {n / raw[-1]:,.0f} "
+                f"(COPY only {n / raw_db[-1]:,.0f})")
+        ratio = min(raw) / min(pipe)
+        res["postgresql"] = {
+            "pipeline_seconds": [round(t, 3) for t in pipe], "raw_copy_seconds": [round(t, 3) for t in raw],
+            "copy_only_seconds": [round(t, 3) for t in raw_db],
+            "msgs_per_s": round(n / min(pipe)), "raw_copy_msgs_per_s": round(n / min(raw)),
+            "copy_only_msgs_per_s": round(n / min(raw_db)),
+            "ratio": round(ratio, 3), "ratio_copy_only": round(min(raw_db) / min(pipe), 3), "met": ratio >= PG_TARGET,
+        }
+
+    res["profiles"] = {}
+    missed = [k for k in ("sqlite", "postgresql") if res[k] and not res[k]["met"]]
+    if missed:
+        sample = _prefix(env)
+        lines = min(n, env.plan["profile_lines"])
+        for kind in missed:
+            log(f"ingest {kind}: target missed, profiling an import of {lines:,} messages")
+            with env.database(kind, "ingest-profile") as url:
+                store = _fresh(url)
+                with profiling.profiled(store.engine) as prof:
+                    import_files(store, [sample], settings, fmt="jsonl")
+                store.close()
+            res["profiles"][f"{kind} import of {lines:,} messages"] = prof
+    return res
+
+
+def targets(res: dict) -> list[tuple[str, str, bool | None]]:
+    out = [(f"SQLite ≥ {SQLITE_TARGET:,} msgs/s", f"{res['sqlite']['msgs_per_s']:,} msgs/s", res["sqlite"]["met"])]
+    pg = res["postgresql"]
+    out.append((f"PostgreSQL ≥ {PG_TARGET}× raw COPY", f"{pg['ratio']:.2f}× ({pg['msgs_per_s']:,} msgs/s)" if pg else
+                "skipped", pg["met"] if pg else None))
+    return out
+
+
+def render(res: dict) -> list[str]:
+    n = res["messages"]
+    out = [f"{n:,} messages (the corpus JSONL), `import_files` into a freshly migrated database each time, "
+           f"best of {res['repetitions']}.", ""]
+    out += ["| database | msgs/s | target | |", "|---|---|---|---|"]
+    s = res["sqlite"]
+    out.append(f"| SQLite | {s['msgs_per_s']:,} | ≥ {SQLITE_TARGET:,} msgs/s | {'met' if s['met'] else '**missed**'}; "
+               f"{s['ratio']:.2f}× a raw insert ({s['raw_msgs_per_s']:,} msgs/s) |")
+    pg = res["postgresql"]
+    raw_note = ("Raw insert (SQLite) = read the same JSONL, `json.loads` each line, one `executemany` into a table with "
+                "no key or index, one transaction, the engine's pragmas (WAL, synchronous NORMAL). ")
+    if pg:
+        out.append(f"| PostgreSQL | {pg['msgs_per_s']:,} | ≥ {PG_TARGET}× raw COPY | "
+                   f"**{pg['ratio']:.2f}×** raw COPY ({pg['raw_copy_msgs_per_s']:,} msgs/s): "
+                   f"{'met' if pg['met'] else '**missed**'} |")
+        out += ["", raw_note + f"Raw COPY = read the same JSONL, `json.loads` each line, `COPY … FROM STDIN` (text) into a table "
+                f"with no key, index or constraint, one transaction; it is the least work that gets this file into "
+                f"PostgreSQL. COPY alone of pre-parsed rows: {pg['copy_only_msgs_per_s']:,} msgs/s "
+                f"(the pipeline reaches {pg['ratio_copy_only']:.2f}× of that)."]
+    else:
+        out += ["", raw_note + "PostgreSQL: skipped (server not reachable)."]
+    return out

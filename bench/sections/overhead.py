@@ -1,0 +1,73 @@
+"""3. Pipeline overhead: a cold nightly replay with the instant summarizer — the pipeline's own
+time and memory, split by stage (see bench/nightly.py for how)."""
+
+from __future__ import annotations
+
+from ..env import Env
+from . import nightly_runs
+from .nightly_runs import PEAK_TARGET_MB, WALL_TARGET_S
+
+TITLE = "Pipeline overhead"
+
+
+def run(env: Env) -> dict:
+    runs = nightly_runs.results(env)
+    pg_note = nightly_runs.pg_note(env)
+    res = {"messages": env.meta["counts"]["messages"], "days": len(env.days), "databases": {}}
+    for db, r in runs.items():
+        cold = r["cold"]
+        res["databases"][db] = {
+            "wall_s": cold["wall_s"], "peak_rss_mb": cold["peak_rss_mb"], "rss_before_mb": cold["rss_before_mb"],
+            "peak_is_run_only": cold["peak_is_run_only"], "phases": cold["phases"], "calls": cold["summarizer_calls"],
+            "us_per_call": round(1e6 * cold["wall_s"] / max(cold["summarizer_calls"], 1)),
+            "unchanged_wall_s": r["unchanged"]["wall_s"], "steady_wall_s": r["steady"]["wall_s"],
+            "steady_phases": r["steady"]["phases"], "steady_peak_rss_mb": r["steady"]["peak_rss_mb"],
+            "met": cold["wall_s"] < WALL_TARGET_S and cold["peak_rss_mb"] < PEAK_TARGET_MB,
+        }
+        if "cold_cheap" in r:
+            cheap = r["cold_cheap"]
+            res["databases"][db]["cheap"] = {"wall_s": cheap["wall_s"], "peak_rss_mb": cheap["peak_rss_mb"],
+                                             "phases": cheap["phases"]}
+        if r.get("profile"):
+            res.setdefault("profiles", {})[f"{db} cold replay of {nightly_runs.profile_label(env)}"] = r["profile"]
+    res["pg_note"] = pg_note
+    return res
+
+
+def targets(res: dict) -> list[tuple[str, str, bool | None]]:
+    return [(f"{db}: < {WALL_TARGET_S:.0f} s and < {PEAK_TARGET_MB / 1024:.0f} GB",
+             f"{d['wall_s']:.1f} s, {d['peak_rss_mb']:,.0f} MB", d["met"]) for db, d in res["databases"].items()]
+
+
+def _phases(p: dict) -> str:
+    return " · ".join(f"{k} {v:.2f}" for k, v in p.items()) or "n/a"
+
+
+def render(res: dict) -> list[str]:
+    out = [f"Cold nightly run = `replay` of all {res['days']} days of the {res['messages']:,}-message corpus "
+           f"(after an untimed import) with the instant summarizer, in a child process. Targets: < {WALL_TARGET_S:.0f} s "
+           f"and < {PEAK_TARGET_MB / 1024:.0f} GB.", "",
+           "| database | wall (s) | peak RSS (MB) | stages (s): plan · daily · historical · merge · finish | "
+           "µs per summarizer call | unchanged replay (s) | steady nightly (s) | |",
+           "|---|---|---|---|---|---|---|---|"]
+    for db, d in res["databases"].items():
+        out.append(f"| {db} | {d['wall_s']:.2f} | {d['peak_rss_mb']:,.0f} | {_phases(d['phases'])} | "
+                   f"{d['us_per_call']:,} | {d['unchanged_wall_s']:.2f} | {d['steady_wall_s']:.2f} | "
+                   f"{'met' if d['met'] else '**missed**'} |")
+        if "cheap" in d:
+            c = d["cheap"]
+            out.append(f"| {db}, writes batched | {c['wall_s']:.2f} | {c['peak_rss_mb']:,.0f} | {_phases(c['phases'])} | "
+                       f"{round(1e6 * c['wall_s'] / max(d['calls'], 1)):,} | | | |")
+    any_db = next(iter(res["databases"].values()), None)
+    if any_db:
+        out += ["", f"Peak RSS is the process's high-water mark during the run (reset after the import"
+                f"{'' if any_db['peak_is_run_only'] else ' — not available here: whole-process maximum'}); "
+                f"it includes the interpreter and libraries (≈{any_db['rss_before_mb']:,.0f} MB resident before the run). "
+                "Stage split: the runner's stage entry points wrapped at run time (each stage from its first call "
+                "to the next stage's first call). The instant summarizer stands in for a model, so the pipeline "
+                "writes each finished item at once, as it does after a model call; the \"writes batched\" row "
+                "declares it `cheap`, as the extractive summarizer is, which lets the pipeline batch writes "
+                "(SQLite only: on PostgreSQL every item is written at once for the claims)."]
+    if res.get("pg_note"):
+        out += ["", res["pg_note"]]
+    return out
