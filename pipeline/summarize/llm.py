@@ -376,6 +376,8 @@ class LLMSummarizer:
 
     def estimate_daily(self, pd: PartitionDay) -> tuple[int, int]:
         """(requests, prompt tokens) a partition-day would cost, before spending them."""
+        if self._fits_daily(pd):
+            return 0, 0  # passed through without the model
         pieces = self.chunks(pd)
         tokens = sum(self.prompt_tokens("daily", self._render_daily(pd, p, i + 1 if len(pieces) > 1 else None))
                      for i, p in enumerate(pieces))

@@ -283,19 +283,27 @@ def test_unknown_speakers_in_an_answer_are_dropped_and_counted(settings):
     assert out.value == {7: "Ana builds."} and out.dropped_user_ids == 2
 
 
-def test_dry_run_estimates_calls_and_tokens_without_calling(db_url, settings, server, monkeypatch, tmp_path):
+def _gemini_cli(db_url, server, monkeypatch, tmp_path):
+    """A CliRunner and the global options for `mempipe` on the fake server, schema upgraded."""
     from click.testing import CliRunner
 
     from pipeline.cli import cli
 
     config = tmp_path / "gemini.toml"
-    # the default free-tier limit (10 rpm for flash) would make this test take minutes
+    # the default free-tier limit (10 rpm for flash) would make these tests take minutes, and the
+    # default length targets would let the sample's short texts pass through without the model
     config.write_text(f'summarizer = "gemini"\n[gemini]\nbase_url = "{server.url}"\n'
-                      '[gemini.limits."gemini-2.5-flash"]\nrpm = 100000\n')
+                      '[gemini.limits."gemini-2.5-flash"]\nrpm = 100000\n'
+                      '[summary]\ndaily_chars = 40\nhistorical_chars = 40\ncontext_chars = 80\n')
     monkeypatch.setenv("GEMINI_API_KEY", "test-key")
     runner = CliRunner()
     base = ["--db", db_url, "--config", str(config)]
     assert runner.invoke(cli, base + ["db", "upgrade"]).exit_code == 0
+    return runner, base, cli
+
+
+def test_dry_run_estimates_calls_and_tokens_without_calling(db_url, settings, server, monkeypatch, tmp_path):
+    runner, base, cli = _gemini_cli(db_url, server, monkeypatch, tmp_path)
     assert runner.invoke(cli, base + ["import", str(SAMPLE)]).exit_code == 0
     result = runner.invoke(cli, base + ["replay", "--from", "2026-11-01", "--to", "2026-11-04", "--dry-run"],
                            catch_exceptions=False)
@@ -311,17 +319,7 @@ def test_dry_run_estimates_calls_and_tokens_without_calling(db_url, settings, se
 
 
 def test_facts_through_gemini(db_url, settings, server, monkeypatch, tmp_path):
-    from click.testing import CliRunner
-
-    from pipeline.cli import cli
-
-    config = tmp_path / "gemini.toml"
-    config.write_text(f'summarizer = "gemini"\n[gemini]\nbase_url = "{server.url}"\n'
-                      '[gemini.limits."gemini-2.5-flash"]\nrpm = 100000\n')
-    monkeypatch.setenv("GEMINI_API_KEY", "test-key")
-    runner = CliRunner()
-    base = ["--db", db_url, "--config", str(config)]
-    assert runner.invoke(cli, base + ["db", "upgrade"]).exit_code == 0
+    runner, base, cli = _gemini_cli(db_url, server, monkeypatch, tmp_path)
     out = runner.invoke(cli, base + ["facts", "remember", "--scope", "guild:1", "--user", "5", "Ana keeps bees."],
                         catch_exceptions=False)
     assert out.exit_code == 0 and "Ana keeps bees." in out.output
