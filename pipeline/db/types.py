@@ -16,7 +16,8 @@ UTC = dt.timezone.utc
 
 
 def to_utc_text(value: dt.datetime) -> str:
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """Fixed-width "YYYY-MM-DDTHH:MM:SS.ffffffZ" (isoformat is ~10x faster than strftime)."""
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 class UtcDateTime(TypeDecorator):
