@@ -142,6 +142,11 @@ class Env:
             p.unlink()
         return f"sqlite:///{path}"
 
+    def drop_sqlite(self, name: str) -> None:
+        """Remove a scratch database made by sqlite_url(name) (and its WAL, lock files)."""
+        for p in self.work.glob(f"{name}.db*"):
+            p.unlink()
+
     def rerun(self, section: str) -> str:
         return f"python -m bench --size {self.size} --seed {self.seed} --only {section}"
 
@@ -153,8 +158,7 @@ class Env:
         if kind == "sqlite":
             url = self.sqlite_url(name)
             yield url
-            for p in self.work.glob(f"{name}.db*"):
-                p.unlink()
+            self.drop_sqlite(name)
         else:
             with pg_database() as url:
                 yield url

@@ -79,8 +79,8 @@ def render(results: dict[str, dict]) -> str:
         m, rev = data["machine"], data.get("revision") or {}
         modified = " with uncommitted changes to the pipeline" if rev.get("pipeline_modified") else ""
         lines += ["", f"## {HEADINGS.get(size, size)}", "",
-                  f"Command: `{data['command']}` — {data['finished']}, commit {rev.get('commit')}{modified}, "
-                  f"{data['elapsed_s']:.0f} s in all. "
+                  f"Last written by `{data['command']}` ({data['finished']}, commit {rev.get('commit')}{modified}, "
+                  f"{data['elapsed_s']:.0f} s); each section names the command that produced it. "
                   f"Machine: {m['cpus']} CPUs, {m['memory_gb']} GB, Python {m['python']}, SQLite {m['sqlite']}, "
                   f"{m['postgresql'] or 'PostgreSQL not reachable'}. Corpus: seed {data['seed']}, "
                   + ", ".join(f"{k} {v:,}" for k, v in data["corpus"].items()) + "."]

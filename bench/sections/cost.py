@@ -215,6 +215,8 @@ def run(env: Env) -> dict:
     finally:
         store.close()
         model.close()
+        env.drop_sqlite("cost")
+        env.drop_sqlite("cost-nightly")
     res["model"] = model.settings.gemini.model_for("daily")
     price = model.settings.gemini.prices.get(res["model"])
     res["prices"] = price.model_dump() if price else None

@@ -135,6 +135,8 @@ def measure(job: dict) -> dict:
         out.append(_variant(store, settings.model_copy(deep=True), items[:n], variant, job["seed"]))
         store.close()
         print(f"[quota] {variant['name']}: {out[-1]['share']:.2f} of the limit", file=sys.stderr, flush=True)
+    for p in db.parent.glob("quota.db*"):
+        p.unlink()
     return {"variants": out}
 
 
