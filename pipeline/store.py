@@ -100,6 +100,7 @@ class Store:
         return upgrade(self.engine)
 
     def close(self) -> None:
+        _close_read(self)  # the bot read path's per-thread connection (defined below)
         self.engine.dispose()
 
     @contextlib.contextmanager
@@ -306,26 +307,6 @@ class Store:
             row = conn.execute(q).first()
         return dict(row._mapping) if row else None
 
-    @_wrap("writing a daily summary")
-    def replace_daily(self, record: dict, summaries: dict[int, str], now: dt.datetime) -> None:
-        """Replace one partition-day's summaries atomically: all rows or none."""
-        with self.engine.begin() as conn:
-            conn.execute(sa.delete(daily_summaries).where(
-                daily_summaries.c.partition == record["partition"], daily_summaries.c.day == record["day"]))
-            if summaries:
-                conn.execute(sa.insert(daily_summaries), [
-                    {"partition": record["partition"], "day": record["day"], "user_id": uid,
-                     "summary": text, "input_hash": record["input_hash"],
-                     "degraded": record["degraded"], "created_at": now}
-                    for uid, text in sorted(summaries.items())
-                ])
-            insert = _insert_for(conn)
-            stmt = insert(partition_days).values(**record, computed_at=now)
-            conn.execute(stmt.on_conflict_do_update(
-                index_elements=[partition_days.c.partition, partition_days.c.day],
-                set_={k: stmt.excluded[k] for k in record if k not in ("partition", "day")} | {"computed_at": now},
-            ))
-
     # ------------------------------------------------------------------ historical / merge inputs
 
     @_wrap("reading daily summaries")
@@ -348,17 +329,6 @@ class Store:
             historical_summaries.c.partition == partition, historical_summaries.c.day == day)
         with self.engine.connect() as conn:
             return {r.user_id: dict(r._mapping) for r in conn.execute(q)}
-
-    @_wrap("writing a historical summary")
-    def upsert_historical(self, row: dict) -> None:
-        with self.engine.begin() as conn:
-            insert = _insert_for(conn)
-            stmt = insert(historical_summaries).values(**row)
-            conn.execute(stmt.on_conflict_do_update(
-                index_elements=[historical_summaries.c.partition, historical_summaries.c.user_id,
-                                historical_summaries.c.day],
-                set_={k: stmt.excluded[k] for k in row if k not in ("partition", "user_id", "day")},
-            ))
 
     @_wrap("deleting a historical summary")
     def delete_historical(self, partition: str, user_id: int, day: dt.date) -> None:
@@ -448,12 +418,6 @@ class Store:
     # ------------------------------------------------------------------ contexts
 
     @_wrap("reading a context")
-    def context_row(self, scope: str, user_id: int) -> dict | None:
-        with self.engine.connect() as conn:
-            row = conn.execute(sa.text(query("get_context")), {"scope": scope, "user_id": user_id}).first()
-        return dict(row._mapping) if row else None
-
-    @_wrap("reading a context")
     def context_full(self, scope: str, user_id: int) -> dict | None:
         q = sa.select(memory_context).where(memory_context.c.scope == scope, memory_context.c.user_id == user_id)
         with self.engine.connect() as conn:
@@ -469,22 +433,6 @@ class Store:
             q = q.where(memory_context.c.user_id == user_id)
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(q)]
-
-    @_wrap("writing a context")
-    def upsert_context(self, row: dict) -> None:
-        with self.engine.begin() as conn:
-            insert = _insert_for(conn)
-            stmt = insert(memory_context).values(**row)
-            conn.execute(stmt.on_conflict_do_update(
-                index_elements=[memory_context.c.scope, memory_context.c.user_id],
-                set_={k: stmt.excluded[k] for k in row if k not in ("scope", "user_id")},
-            ))
-
-    @_wrap("updating a context's day")
-    def touch_context(self, scope: str, user_id: int, as_of_day: dt.date) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(sa.update(memory_context).where(
-                memory_context.c.scope == scope, memory_context.c.user_id == user_id).values(as_of_day=as_of_day))
 
     # ------------------------------------------------------------------ runs
 
@@ -550,23 +498,9 @@ def _historical_of(self: Store, partition: str, day: dt.date, user_id: int) -> d
     return dict(row._mapping) if row else None
 
 
-def _users_in_day(self: Store, partition: str, day: dt.date) -> set[int]:
-    q = sa.select(daily_summaries.c.user_id).where(daily_summaries.c.partition == partition,
-                                                   daily_summaries.c.day == day)
-    with self.engine.connect() as conn:
-        return set(conn.execute(q).scalars())
-
-
-def _fact_users(self: Store, scope: str) -> set[int]:
-    with self.engine.connect() as conn:
-        return set(conn.execute(sa.select(user_facts.c.user_id).where(user_facts.c.scope == scope)).scalars())
-
-
 Store.facts_of_user = _wrap("reading facts")(_facts_of_user)
 Store.daily_of = _wrap("reading a daily summary")(_daily_of)
 Store.historical_of = _wrap("reading a historical summary")(_historical_of)
-Store.users_in_day = _wrap("reading daily summaries")(_users_in_day)
-Store.fact_users = _wrap("reading facts")(_fact_users)
 
 
 def _context_scopes(self: Store, prefix: str) -> list[str]:
@@ -576,13 +510,7 @@ def _context_scopes(self: Store, prefix: str) -> list[str]:
         return list(conn.execute(q).scalars())
 
 
-def _context_users(self: Store, scope: str) -> set[int]:
-    with self.engine.connect() as conn:
-        return set(conn.execute(sa.select(memory_context.c.user_id).where(memory_context.c.scope == scope)).scalars())
-
-
 Store.context_scopes = _wrap("listing contexts")(_context_scopes)
-Store.context_users = _wrap("listing contexts")(_context_users)
 
 
 class AdvisoryLock:
@@ -1023,12 +951,3 @@ def _close_read(self: Store) -> None:
 
 
 Store.context_fast = _context_fast
-_plain_close = Store.close
-
-
-def _close_all(self: Store) -> None:
-    _close_read(self)
-    _plain_close(self)
-
-
-Store.close = _close_all

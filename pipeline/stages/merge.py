@@ -220,27 +220,6 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
         return "written"
 
 
-def users_for_scope(ctx: RunContext, partition: str, day1: dt.date) -> set[int]:
-    """Who gets a context in the scope named like this partition: anyone with a day-1 daily,
-    a historical summary or facts there (and, for a DM, whoever already has a context in it: it
-    also draws on their other partitions)."""
-    users = ctx.store.users_in_day(partition, day1)
-    users |= set(ctx.store.historicals(partition, day1))
-    users |= ctx.store.fact_users(partition)
-    if partition.startswith("dm:"):
-        users |= ctx.store.context_users(partition)
-    return users
-
-
-def _bulk_users(inputs: BulkInputs, partition: str, day1: dt.date) -> set[int]:
-    users = {u for (p, d, u) in inputs._daily if p == partition and d == day1}
-    users |= {u for (p, d, u) in inputs._hist if p == partition and d == day1}
-    users |= {u for u, pairs in inputs._facts.items() if any(s == partition for s, _f in pairs)}
-    if partition.startswith("dm:"):
-        users |= {u for (s, u) in inputs._contexts if s == partition}
-    return users
-
-
 async def run_merges(ctx: RunContext, partitions: list[str], day1_for: Day1For) -> None:
     """Every (scope, user) of these scopes, from inputs read once; the items are independent, so
     an LLM summarizer keeps several in flight within its limits."""
