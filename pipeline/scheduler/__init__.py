@@ -16,7 +16,7 @@ from .schedule import (
 )
 
 __all__ = ["LEADER_KEY", "Leader", "LocalMidnightTrigger", "build_triggers", "catch_up_due", "in_zone",
-           "job_options", "job_specs", "missed_while_away", "timezone_groups", "zones_in_use", "serve"]
+           "job_options", "job_specs", "missed_while_away", "timezone_groups", "zones_in_use"]
 
 
 def __getattr__(name):  # the service imports APScheduler's asyncio parts: load it on use

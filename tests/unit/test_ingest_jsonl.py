@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
-import os
 
 import pytest
 
@@ -39,14 +38,6 @@ class RecordingStore:
 
     def stored_channels(self, conn, channel_ids):
         return {}
-
-
-@pytest.fixture
-def settings(monkeypatch):
-    for name in list(os.environ):
-        if name.startswith("MEMPIPE_"):
-            monkeypatch.delenv(name)
-    return load_settings()
 
 
 def row(**overrides):
