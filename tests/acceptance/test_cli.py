@@ -145,13 +145,16 @@ def test_ids_beyond_64_bits_are_refused_cleanly(mp):
 
 
 def test_retention_command(mp, tmp_path):
-    mp("import", str(SAMPLE))
+    from freezegun import freeze_time
+
+    mp("import", str(SAMPLE))  # 2026-11-01 .. 2026-11-04
+    with freeze_time("2026-11-10"):  # within 30 days: nothing goes
+        kept = json.loads(mp("retention", "--json").output)
+    assert kept["chat_history"] == 0
     config = tmp_path / "short.toml"
     config.write_text("retention_days = 8\n")
-    kept = json.loads(mp("retention", "--json").output)  # 30 days from 2026-11-22 on: kept
-    assert kept["chat_history"] == 0 or kept["chat_history"] == 90  # (90 once the machine is past 2026-12-05)
-    out = json.loads(mp("--config", str(config), "retention", "--json").output)
-    # the sample is from 2026-11-01..04; with 8 days of retention it has aged out for good
-    assert out["chat_history"] == 90 - kept["chat_history"]
+    with freeze_time("2026-11-20"):  # older than 8 days: all of it goes
+        out = json.loads(mp("--config", str(config), "retention", "--json").output)
+    assert out["chat_history"] == 90
     assert set(out) == {"chat_history", "daily_summaries", "partition_days", "historical_summaries",
                         "memory_context"}
