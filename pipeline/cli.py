@@ -219,6 +219,16 @@ def _progress_bar(label: str):
     return bar, progress
 
 
+def _execute_with_progress(state: State, kind: str, date_from, date_to, guild, force: bool, dry_run: bool) -> None:
+    from .runner import execute
+
+    rc = state.context(state.store(), force=force, dry_run=dry_run)
+    bar, progress = _progress_bar(kind)
+    with bar:
+        result = asyncio.run(execute(rc, kind, date_from, date_to, guild, progress))
+    _print_result(result, dry_run)
+
+
 @cli.command("run")
 @click.option("--date", "day", callback=_date, metavar="YYYY-MM-DD",
               help="Day 1 (local date). Default: today in each guild's timezone.")
@@ -231,14 +241,7 @@ def run_cmd(state: State, day, guild, force, dry_run):
 
     Example: mempipe run            # today, per guild timezone
     """
-    from .runner import execute
-
-    store = state.store()
-    rc = state.context(store, force=force, dry_run=dry_run)
-    bar, progress = _progress_bar("run")
-    with bar:
-        result = asyncio.run(execute(rc, "run", day, day, guild, progress))
-    _print_result(result, dry_run)
+    _execute_with_progress(state, "run", day, day, guild, force, dry_run)
 
 
 @cli.command("replay")
@@ -256,16 +259,9 @@ def replay_cmd(state: State, date_from, date_to, guild, force, dry_run):
 
     Example: mempipe replay --from 2026-11-01 --to 2026-11-04 --dry-run
     """
-    from .runner import execute
-
     if date_to < date_from:
         raise click.BadParameter(f"--to {date_to} is before --from {date_from}", param_hint="--to")
-    store = state.store()
-    rc = state.context(store, force=force, dry_run=dry_run)
-    bar, progress = _progress_bar("replay")
-    with bar:
-        result = asyncio.run(execute(rc, "replay", date_from, date_to, guild, progress))
-    _print_result(result, dry_run)
+    _execute_with_progress(state, "replay", date_from, date_to, guild, force, dry_run)
 
 
 @cli.command("runs")
