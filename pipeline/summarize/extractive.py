@@ -17,6 +17,11 @@ ALGORITHM_VERSION = "extractive-1"
 SEP = " · "
 
 
+def _placeholder(sentence: str) -> bool:
+    """Our own "was present (…)" / "wrote N messages" notes: not something the user said."""
+    return sentence.startswith("was present (") or re.fullmatch(r"wrote \d+ messages?", sentence) is not None
+
+
 def _quote(s: str) -> str:
     return f"“{s}”"
 
@@ -49,17 +54,14 @@ class ExtractiveSummarizer:
         per_user: dict[int, list[str]] = defaultdict(list)
         for line in partition_day.lines:
             per_user[line.user_id].extend(sentences(line.text))
-        budget = self.lengths.daily_chars
         out: dict[int, str] = {}
         for uid, name in sorted(partition_day.speakers.items()):
-            label = shorten(f"{name}: ", max(budget // 3, 8))
-            quoted = _quoted_list(per_user.get(uid, []), budget - len(label))
-            if not quoted:  # only chatter, or no room to quote: still record that they were there
-                count = sum(1 for ln in partition_day.lines if ln.user_id == uid)
-                plural = "s" if count != 1 else ""
-                informative = any(salience(s) > 0 for s in per_user.get(uid, []))
-                quoted = f"wrote {count} message{plural}" if informative else f"was present ({count} short message{plural})"
-            out[uid] = shorten(label + quoted, budget)
+            count = sum(1 for ln in partition_day.lines if ln.user_id == uid)
+            plural = "s" if count != 1 else ""
+            informative = any(salience(s) > 0 for s in per_user.get(uid, []))
+            # only chatter, or no room to quote: still record that they were there
+            absent = f"wrote {count} message{plural}" if informative else f"was present ({count} short message{plural})"
+            out[uid] = self._labelled(name, per_user.get(uid, []), absent)
         return Outcome(out, self._usage())
 
     async def fold(self, new: PartitionDay, previous: dict[int, str]) -> Outcome[dict[int, str]]:
@@ -68,26 +70,25 @@ class ExtractiveSummarizer:
         for uid, name in new.speakers.items():
             old = previous.get(uid, "")
             body = old.split(": ", 1)[1] if old.startswith(f"{name}: ") else ""
-            per_user[uid].extend(s for s in sentences(body)
-                                 if not s.startswith("was present (") and not re.fullmatch(r"wrote \d+ messages?", s))
+            per_user[uid].extend(s for s in sentences(body) if not _placeholder(s))
         for line in new.lines:
             per_user[line.user_id].extend(sentences(line.text))
-        budget = self.lengths.daily_chars
-        out: dict[int, str] = {}
-        for uid, name in sorted(new.speakers.items()):
-            label = shorten(f"{name}: ", max(budget // 3, 8))
-            quoted = _quoted_list(per_user[uid], budget - len(label))
-            if not quoted:
-                quoted = previous.get(uid, f"{name}: was present").split(": ", 1)[-1]
-            out[uid] = shorten(label + quoted, budget)
+        out = {uid: self._labelled(name, per_user[uid], previous.get(uid, f"{name}: was present").split(": ", 1)[-1])
+               for uid, name in sorted(new.speakers.items())}
         return Outcome(out, self._usage())
+
+    def _labelled(self, name: str, candidates: list[str], absent: str) -> str:
+        """ "Name: “…” · “…”" within the daily budget, or "Name: <absent>" when nothing fits."""
+        budget = self.lengths.daily_chars
+        label = shorten(f"{name}: ", max(budget // 3, 8))
+        quoted = _quoted_list(candidates, budget - len(label)) or absent
+        return shorten(label + quoted, budget)
 
     async def historical(self, name: str, dailies: list[tuple[dt.date, str]]) -> Outcome[str]:
         candidates: list[str] = []
         for _day, text in sorted(dailies, key=lambda d: d[0], reverse=True):  # newest first wins ties
             body = text.split(": ", 1)[1] if text.startswith(f"{name}: ") else text
-            candidates.extend(s for s in sentences(body)
-                              if not s.startswith("was present (") and not re.fullmatch(r"wrote \d+ messages?", s))
+            candidates.extend(s for s in sentences(body) if not _placeholder(s))
         label = f"Past week ({len(dailies)} active day{'s' if len(dailies) != 1 else ''}): "
         quoted = _quoted_list(candidates, self.lengths.historical_chars - len(label))
         return Outcome(shorten(label + (quoted or "only brief chatter"), self.lengths.historical_chars), self._usage())
