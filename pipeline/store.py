@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import functools
+import re
+import threading
 from collections import defaultdict
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -903,13 +905,10 @@ Store.leader_lock = _leader_lock
 # a dedicated driver connection per thread (autocommit, so it never holds a snapshot open),
 # without building SQLAlchemy constructs per call. Any driver error is a StoreError.
 
-import re as _re
-import threading as _threading
-
-_NAMED = _re.compile(r":(\w+)")
+_NAMED = re.compile(r":(\w+)")
 
 
-class _ReadConnection(_threading.local):
+class _ReadConnection(threading.local):
     raw = None
     driver = None
     cursor = None
