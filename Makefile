@@ -7,7 +7,7 @@ DEMO_DB := sqlite:///var/mempipe.db
 
 .PHONY: venv test demo bench clean
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'

@@ -1,0 +1,7 @@
+"""Default configuration shipped with mempipe, installed as the package `pipeline.config_files`
+(see setup.py).
+
+This file only makes the directory a regular package: setuptools' editable installs map a
+package to its directory only when it has an __init__.py. Read the files through
+pipeline.resources.
+"""
