@@ -16,8 +16,9 @@ from pydantic_settings import (
 )
 
 from .errors import ConfigError
+from .resources import config_dir
 
-DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config" / "default.toml"
+DEFAULT_CONFIG = config_dir() / "default.toml"
 # Files the TOML source reads, set by load_settings() for the duration of one construction
 # (pydantic-settings builds its sources from the class, not the instance).
 _TOML_FILES: tuple[Path, ...] = ()
@@ -161,7 +162,10 @@ class Settings(BaseSettings):
 
 def load_settings(config_file: str | os.PathLike | None = None, **overrides) -> Settings:
     """Defaults < config/default.toml < config_file < MEMPIPE_* env < explicit overrides."""
-    files = [DEFAULT_CONFIG] if DEFAULT_CONFIG.exists() else []
+    if not DEFAULT_CONFIG.is_file():  # shipped in the package: missing means a broken install
+        raise ConfigError(f"default configuration {DEFAULT_CONFIG} is missing: the mempipe installation "
+                          "is incomplete; reinstall mempipe")
+    files = [DEFAULT_CONFIG]
     if config_file is not None:
         path = Path(config_file)
         if not path.is_file():

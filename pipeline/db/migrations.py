@@ -1,4 +1,5 @@
-"""Apply the numbered SQL files in sql/migrations in order and record each one.
+"""Apply the numbered SQL files in sql/migrations in order and record each one in
+schema_migrations (its statements are in sql/queries.sql).
 
 File names: `NNNN_name.sql` (both dialects) or `NNNN_name.<dialect>.sql` (sqlite / postgresql)
 where the SQL must differ. Statements are separated by `;` at the end of a line.
@@ -16,8 +17,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from ..errors import SchemaError, StoreError
+from ..resources import sql_dir
+from .queries import query
 
-MIGRATIONS_DIR = Path(__file__).resolve().parent.parent.parent / "sql" / "migrations"
+MIGRATIONS_DIR = sql_dir() / "migrations"
 DIALECTS = ("sqlite", "postgresql")
 _NAME = re.compile(r"^(?P<version>\d{4})_(?P<name>[a-z0-9_]+)(?:\.(?P<dialect>sqlite|postgresql))?\.sql$")
 
@@ -37,9 +40,12 @@ class Migration:
         return hashlib.sha256(self.path.read_bytes()).hexdigest()
 
 
-def discover(dialect: str, directory: Path = MIGRATIONS_DIR) -> list[Migration]:
+def discover(dialect: str, directory: Path | None = None) -> list[Migration]:
+    """The migrations for `dialect`, in order. None found is an error, never "nothing to do":
+    an install without its SQL files must not report an empty database as up to date."""
     if dialect not in DIALECTS:
         raise SchemaError(f"no migrations for dialect {dialect!r}")
+    directory = MIGRATIONS_DIR if directory is None else directory
     chosen: dict[int, Migration] = {}
     for path in sorted(directory.glob("*.sql")):
         m = _NAME.match(path.name)
@@ -51,6 +57,11 @@ def discover(dialect: str, directory: Path = MIGRATIONS_DIR) -> list[Migration]:
         if version in chosen and m["dialect"] is None:
             continue  # a dialect-specific file wins over the shared one
         chosen[version] = Migration(version, m["name"], path)
+    if not chosen:
+        raise SchemaError(
+            f"no {dialect} migrations found in {directory}: the mempipe installation is incomplete "
+            "(the package data pipeline.sql is missing); reinstall mempipe"
+        )
     return [chosen[v] for v in sorted(chosen)]
 
 
@@ -60,19 +71,9 @@ def split_statements(sql: str) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
-_BOOKKEEPING = """
-CREATE TABLE IF NOT EXISTS schema_migrations (
-    version    INTEGER PRIMARY KEY,
-    name       TEXT NOT NULL,
-    checksum   TEXT NOT NULL,
-    applied_at TEXT NOT NULL
-)
-"""
-
-
 def applied_versions(conn: Connection) -> dict[int, str]:
-    conn.execute(sa.text(_BOOKKEEPING))
-    rows = conn.execute(sa.text("SELECT version, checksum FROM schema_migrations")).all()
+    conn.execute(sa.text(query("schema_migrations_create")))
+    rows = conn.execute(sa.text(query("schema_migrations_applied"))).all()
     return {int(v): c for v, c in rows}
 
 
@@ -100,10 +101,9 @@ def upgrade(engine: Engine) -> list[Migration]:
                 for statement in split_statements(mig.sql):
                     conn.execute(sa.text(statement))
                 conn.execute(
-                    sa.text("INSERT INTO schema_migrations (version, name, checksum, applied_at) "
-                            "VALUES (:v, :n, :c, :t)"),
-                    {"v": mig.version, "n": mig.name, "c": mig.checksum,
-                     "t": dt.datetime.now(dt.timezone.utc).isoformat()},
+                    sa.text(query("schema_migrations_record")),
+                    {"version": mig.version, "name": mig.name, "checksum": mig.checksum,
+                     "applied_at": dt.datetime.now(dt.timezone.utc).isoformat()},
                 )
             applied.append(mig)
     except sa.exc.SQLAlchemyError as exc:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import functools
 import re
-from pathlib import Path
 
-QUERIES_FILE = Path(__file__).resolve().parent.parent.parent / "sql" / "queries.sql"
+from ..resources import sql_dir
+
+QUERIES_FILE = sql_dir() / "queries.sql"
 
 
 @functools.cache

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import jinja2
 
-PROMPTS_DIR = Path(__file__).resolve().parent.parent.parent / "prompts"
+from ..resources import prompts_dir
+
+PROMPTS_DIR = prompts_dir()
 
 
 @functools.cache
