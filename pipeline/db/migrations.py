@@ -78,18 +78,20 @@ def applied_versions(conn: Connection) -> dict[int, str]:
 
 
 def pending_migrations(engine: Engine) -> list[Migration]:
+    migrations = discover(engine.dialect.name)
     with engine.begin() as conn:
         done = applied_versions(conn)
-    return [m for m in discover(engine.dialect.name) if m.version not in done]
+    return [m for m in migrations if m.version not in done]
 
 
 def upgrade(engine: Engine) -> list[Migration]:
     """Apply every pending migration, each in its own transaction. Returns what was applied."""
     applied: list[Migration] = []
+    migrations = discover(engine.dialect.name)  # before touching the database: none found is an error
     try:
         with engine.begin() as conn:
             done = applied_versions(conn)
-        for mig in discover(engine.dialect.name):
+        for mig in migrations:
             if mig.version in done:
                 if done[mig.version] != mig.checksum:
                     raise SchemaError(
