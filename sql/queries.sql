@@ -15,6 +15,57 @@ UNION ALL SELECT 'memory_context', COUNT(*) FROM memory_context
 UNION ALL SELECT 'user_facts', COUNT(*) FROM user_facts
 UNION ALL SELECT 'pipeline_runs', COUNT(*) FROM pipeline_runs;
 
+-- PostgreSQL bulk ingest (pipeline/store/ingest.py): COPY into a per-transaction staging table,
+-- then one upsert. The column lists are chat_history's columns in table order (a test checks).
+
+-- name: pg_staging_exists
+-- Does this transaction's staging table exist? (Asked, never remembered: a rollback drops it.)
+SELECT to_regclass('pg_temp.mempipe_stg_chat') IS NOT NULL;
+
+-- name: pg_staging_create
+-- The staging table, dropped when the import's transaction ends.
+CREATE TEMPORARY TABLE mempipe_stg_chat (LIKE chat_history INCLUDING DEFAULTS) ON COMMIT DROP;
+
+-- name: pg_staging_truncate
+-- Empty the staging table between batches of one import.
+TRUNCATE mempipe_stg_chat;
+
+-- name: pg_staging_copy
+-- Binary COPY of one batch into the staging table.
+COPY mempipe_stg_chat (message_id, guild_id, channel_id, visibility, partition, user_id, text, ts, reply_to, edited_ts, ingested_at) FROM STDIN (FORMAT BINARY);
+
+-- name: pg_staging_upsert
+-- Idempotent by message id; a strictly newer edited_ts replaces text and edited_ts, nothing else.
+-- DISTINCT ON is defensive: the importer already keeps one row (the newest edit) per message id.
+INSERT INTO chat_history (message_id, guild_id, channel_id, visibility, partition, user_id, text, ts, reply_to, edited_ts, ingested_at)
+SELECT DISTINCT ON (message_id) message_id, guild_id, channel_id, visibility, partition, user_id, text, ts, reply_to, edited_ts, ingested_at FROM mempipe_stg_chat
+ORDER BY message_id, edited_ts DESC NULLS LAST
+ON CONFLICT (message_id) DO UPDATE SET text = EXCLUDED.text, edited_ts = EXCLUDED.edited_ts
+WHERE EXCLUDED.edited_ts IS NOT NULL
+  AND (chat_history.edited_ts IS NULL OR EXCLUDED.edited_ts > chat_history.edited_ts);
+
+-- Locks (pipeline/store/locks.py): session advisory locks, keyed by a signed 64-bit hash of a name.
+
+-- name: advisory_try_lock
+-- Take the lock without waiting; true when this session now holds it.
+SELECT pg_try_advisory_lock(:key);
+
+-- name: advisory_unlock
+-- Release a lock this session holds.
+SELECT pg_advisory_unlock(:key);
+
+-- name: advisory_backend_pid
+-- This session's server process (a reconnect would be another one).
+SELECT pg_backend_pid();
+
+-- name: advisory_held
+-- Does this very session still hold an advisory lock?
+SELECT pg_backend_pid() AS pid, EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted) AS held;
+
+-- name: session_keepalive
+-- Set one TCP keepalive setting for this session; a server without the setting skips it.
+SELECT set_config(name, :value, false) FROM pg_settings WHERE name = :name;
+
 -- Migration bookkeeping (pipeline/db/migrations.py): one row per applied migration file.
 
 -- name: schema_migrations_create

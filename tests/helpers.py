@@ -7,6 +7,7 @@ import datetime as dt
 
 from pipeline.clock import fixed_clock
 from pipeline.runner import execute
+from pipeline.app import App
 from pipeline.stages.context import RunContext
 from pipeline.summarize import ExtractiveSummarizer
 
@@ -51,9 +52,10 @@ class RecordingSummarizer:
 
 
 def make_context(store, settings, *, now=None, summarizer=None, **kw) -> RunContext:
+    """A run built the way the CLI and the scheduler build theirs (pipeline/app.py)."""
     summarizer = summarizer or RecordingSummarizer(ExtractiveSummarizer(settings.summary))
     clock = fixed_clock(now or dt.datetime(2026, 11, 5, 12, tzinfo=UTC))
-    return RunContext(store=store, summarizer=summarizer, settings=settings, clock=clock, **kw)
+    return App(settings, store, clock).run_context(summarizer=summarizer, **kw)
 
 
 def replay(store, settings, first: str, last: str, **kw):

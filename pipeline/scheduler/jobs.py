@@ -36,8 +36,11 @@ class Runtime:
                  make_summarizer: Callable[[Settings], Any] | None = None, key: str = "default"):
         if make_summarizer is None:
             from ..summarize import make_summarizer
+        from ..app import App
+
         self.store, self.settings, self.clock, self.key = store, settings, clock, key
         self.make_summarizer = make_summarizer
+        self.app = App(settings, store, clock, make_summarizer)
         self.lock = asyncio.Lock()
         self.stopping = False
         self.work: set[asyncio.Task] = set()   # the running job bodies (what a shutdown cancels)
@@ -95,11 +98,9 @@ async def retention_job(service: str) -> None:
 
 async def _pipeline(rt: Runtime, job_id: str, report: dict) -> None:
     from ..runner import execute
-    from ..stages.context import RunContext
 
     kind, zone = kind_of(job_id)
-    ctx = RunContext(store=rt.store, summarizer=rt.make_summarizer(rt.settings), settings=rt.settings,
-                     clock=rt.clock)
+    ctx = rt.app.run_context()
     report["_stats"] = ctx.stats
     only = in_zone(rt.settings, zone) if kind == ROLLOVER else None
     result = await execute(ctx, kind, None, None, only_guilds=only)

@@ -1,4 +1,5 @@
-"""What every stage gets: the store, the summarizer, settings, a clock and the run's counters."""
+"""What every stage gets: the store, the summarizer, settings, a clock, the run's counters, and
+how this run shares work with others on the same database (decided once, here)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from zoneinfo import ZoneInfo
 
 from ..clock import Clock, system_clock
 from ..config import Settings
-from ..store import Store
+from ..store import Lock, StageStorage
+from ..store.locks import NullLock
 from ..summarize import Summarizer
 from ..summarize.base import Outcome
 
@@ -53,7 +55,7 @@ class RunStats:
 
 @dataclass
 class RunContext:
-    store: Store
+    store: StageStorage
     summarizer: Summarizer
     settings: Settings
     clock: Clock = system_clock
@@ -64,11 +66,40 @@ class RunContext:
     _writer: object | None = field(default=None, repr=False)
     _forgotten: dict[int, list[str]] | None = field(default=None, repr=False)
 
+    def __post_init__(self) -> None:
+        # How runs on one database share work, chosen once:
+        # - "claims": PostgreSQL with a model. Expensive items are shared item by item under
+        #   advisory-lock claims (two runs together make one run's model calls).
+        # - "turns": cheap in-process summarizers, and SQLite (one writer anyway). Runs take
+        #   turns under one run lock, and a second run finds the work done.
+        # - "none": a dry run writes nothing and needs no lock.
+        if self.dry_run:
+            self.sharing = "none"
+        elif self.store.dialect == "postgresql" and not self.cheap:
+            self.sharing = "claims"
+        else:
+            self.sharing = "turns"
+
+    @property
+    def uses_claims(self) -> bool:
+        return self.sharing == "claims"
+
+    def run_lock(self) -> Lock:
+        """The lock runs take turns under (a NullLock where they share by claims or write nothing)."""
+        if self.sharing != "turns":
+            return NullLock()
+        return self.store.lock("mempipe:run", file_suffix="run")
+
+    def claim_lock(self, key: str) -> Lock:
+        """One item's claim ("daily:guild:1:2026-11-01"): an advisory lock where runs share by
+        claims, otherwise a NullLock (the run lock already keeps other runs out)."""
+        return self.store.lock(key) if self.uses_claims else NullLock()
+
     @property
     def writer(self):
         """Buffered writes (see stages/writes.py). Immediate when other runs may share the work
-        (PostgreSQL claims) or when results are expensive (a model call each): a crash then loses
-        at most the items in flight, never finished ones."""
+        (claims) or when results are expensive (a model call each): a crash then loses at most
+        the items in flight, never finished ones."""
         if self._writer is None:
             from .writes import Writer
 
@@ -80,18 +111,11 @@ class RunContext:
         """An in-process summarizer (extractive): a result costs nothing to recompute."""
         return bool(getattr(self.summarizer, "cheap", False))
 
-    @property
-    def uses_claims(self) -> bool:
-        """Runs on one PostgreSQL database share expensive (model) work item by item, with
-        advisory-lock claims. Cheap work is not worth a lock per item: such runs take turns
-        (a run lock, see runner.py), as they always do on SQLite."""
-        return self.store.dialect == "postgresql" and not self.cheap and not self.dry_run
-
     def forgotten_for(self, user_ids) -> dict[int, list[str]]:
         """Forgotten facts by user, read once per run (the table is small; facts commands that
         add to it run their own merges)."""
         if self._forgotten is None:
-            self._forgotten = self.store.all_forgotten()
+            self._forgotten = self.store.forgotten()
         return {u: self._forgotten[u] for u in user_ids if u in self._forgotten}
 
     def forget_cache(self) -> None:
@@ -105,6 +129,10 @@ class RunContext:
             n = self.settings.gemini.concurrency if self.summarizer.kind != "extractive" else 1
             self._gate = asyncio.Semaphore(n)
         return self._gate
+
+    def is_fresh(self, row: dict | None, key: str) -> bool:
+        """A stored row is up to date: same input hash, no --force, not a fallback due a retry."""
+        return row is not None and row["input_hash"] == key and not self.force and not self.retry_degraded(row)
 
     def retry_degraded(self, row: dict | None) -> bool:
         """A row a fallback produced is retried by later runs, a bounded number of times, and only

@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import logging
 import re
 
 from ..calendar import day_bounds
-from ..errors import SummarizerError
 from ..hashing import input_hash
 from ..summarize.base import ChatLine, PartitionDay
 from ..summarize.text import scrub
-from .claims import Busy, claim
 from .context import RunContext
-
-log = logging.getLogger(__name__)
+from .refresh import Item, ItemStatus, next_attempts, refresh_item
 
 _USER_MENTION = re.compile(r"<@!?(\d+)>")
 _ROLE_MENTION = re.compile(r"<@&(\d+)>")
@@ -57,17 +53,13 @@ def _names_for(ctx: RunContext, guild_id: int | None, messages: list[dict], repl
     wanted = {m["user_id"] for m in messages} | set(reply_authors.values())
     for m in messages:
         wanted |= mentioned_ids(m["text"])
-    return ctx.store.member_names(guild_id or 0, wanted)
+    key = guild_id or 0
+    return {u: n for (_g, u), n in ctx.store.member_names(wanted, [key]).items()}
 
 
 def build_partition_day(ctx: RunContext, partition: str, guild_id: int | None, day: dt.date) -> PartitionDay | None:
     """The summarizer's view of one partition-day, or None when nobody spoke."""
-    start, end = day_bounds(day, ctx.tz_for_guild(guild_id))
-    messages = ctx.store.messages_between(partition, start, end)
-    if not messages:
-        return None
-    reply_authors = ctx.store.authors_of(m["reply_to"] for m in messages if m["reply_to"])
-    return _partition_day(partition, day, messages, _names_for(ctx, guild_id, messages, reply_authors), reply_authors)
+    return load_partition_days(ctx, partition, guild_id, [day]).get(day)
 
 
 def load_partition_days(ctx: RunContext, partition: str, guild_id: int | None,
@@ -109,47 +101,41 @@ _UNKNOWN = object()
 
 async def run_daily(ctx: RunContext, partition: str, guild_id: int | None, day: dt.date, *,
                     wait: bool = True, pd: PartitionDay | None | object = _UNKNOWN,
-                    stored: dict | None | object = _UNKNOWN) -> str:
-    """Bring one partition-day up to date. Returns 'empty', 'cached', 'planned', 'failed',
-    'computed', or 'busy' when another run is computing it and `wait` is false. `pd` and `stored`
-    (its partition_days row) may be passed in when the caller read them in bulk."""
+                    stored: dict | None | object = _UNKNOWN) -> ItemStatus:
+    """Bring one partition-day up to date (BUSY when another run is computing it and `wait` is
+    false). `pd` and `stored` (its partition_days row) may be passed in when the caller read
+    them in bulk."""
     if pd is _UNKNOWN:
         pd = build_partition_day(ctx, partition, guild_id, day)
     if pd is None:
-        return "empty"
+        return ItemStatus.EMPTY
     ctx.stats.partition_days += 1
     forgotten = ctx.forgotten_for(pd.speakers)
     pd = dataclasses.replace(pd, forgotten=tuple(f for uid in sorted(forgotten) for f in forgotten[uid]))
     key = daily_input_hash(pd, forgotten, ctx.summarizer.fingerprint("daily"))
 
-    def fresh(row: dict | None) -> bool:
-        return row is not None and row["input_hash"] == key and not ctx.force and not ctx.retry_degraded(row)
+    def reread() -> dict | None:
+        return ctx.store.partition_days_between(partition, day, day).get(day)
 
-    if stored is _UNKNOWN:
-        stored = ctx.store.partition_day(partition, day)
-    if fresh(stored):
-        ctx.stats.cache_hits += 1
-        return "cached"
-    if ctx.dry_run:
+    def plan() -> None:
         estimate = getattr(ctx.summarizer, "estimate_daily", None)
         calls, tokens = estimate(pd) if estimate else (1, 0)
         ctx.stats.planned_llm_calls += calls
         ctx.stats.planned_prompt_tokens += tokens
-        return "planned"
-    try:
-        async with claim(ctx, f"daily:{partition}:{day.isoformat()}", wait=wait):
-            # another run may have just written it (only possible where claims are in use)
-            existing = ctx.store.partition_day(partition, day) if ctx.uses_claims else stored
-            if fresh(existing):
-                ctx.stats.cache_hits += 1
-                return "cached"
-            fold_from = _foldable_prefix(ctx, pd, forgotten, existing)
-            if fold_from:
-                return await _fold_daily(ctx, pd, key, forgotten, existing, fold_from)
-            return await _compute_daily(ctx, pd, key, forgotten, existing)
-    except Busy:
+
+    async def compute(existing: dict | None) -> None:
+        fold_from = _foldable_prefix(ctx, pd, forgotten, existing)
+        if fold_from:
+            await _fold_daily(ctx, pd, key, forgotten, existing, fold_from)
+        else:
+            await _compute_daily(ctx, pd, key, forgotten, existing)
+
+    status = await refresh_item(ctx, Item(
+        key=f"daily:{partition}:{day.isoformat()}", input_hash=key,
+        stored=reread() if stored is _UNKNOWN else stored, reread=reread, compute=compute, plan=plan), wait=wait)
+    if status is ItemStatus.BUSY:
         ctx.stats.partition_days -= 1  # counted again when it is retried
-        return "busy"
+    return status
 
 
 def _foldable_prefix(ctx: RunContext, pd: PartitionDay, forgotten: dict[int, list[str]],
@@ -170,36 +156,24 @@ def _foldable_prefix(ctx: RunContext, pd: PartitionDay, forgotten: dict[int, lis
 
 
 async def _fold_daily(ctx: RunContext, pd: PartitionDay, key: str, forgotten: dict[int, list[str]],
-                      existing: dict, n: int) -> str:
+                      existing: dict, n: int) -> None:
     """Fold only the messages after the first `n` into the running summaries."""
     ctx.writer.flush()  # the running summaries may still be in the buffer
-    previous = {r["user_id"]: r["summary"] for r in ctx.store.dailies(pd.partition, pd.day, pd.day)}
+    previous = {r["user_id"]: r["summary"] for r in ctx.store.dailies([pd.day], partition=pd.partition)}
     new_lines = pd.lines[n:]
     new_users = sorted({ln.user_id for ln in new_lines})
     new_pd = dataclasses.replace(pd, lines=new_lines, speakers={u: pd.speakers[u] for u in new_users})
-    try:
-        outcome = await ctx.summarizer.fold(new_pd, {u: previous[u] for u in new_users if u in previous})
-    except SummarizerError as exc:
-        ctx.stats.errors += 1
-        log.warning("folding %s %s failed: %s", pd.partition, pd.day, exc)
-        return "failed"
+    outcome = await ctx.summarizer.fold(new_pd, {u: previous[u] for u in new_users if u in previous})
     _store_outcome(ctx, pd, key, forgotten, existing, outcome, new_pd.speakers, dict(previous))
     ctx.stats.daily_computed += 1
     ctx.stats.daily_folded += 1
-    return "computed"
 
 
 async def _compute_daily(ctx: RunContext, pd: PartitionDay, key: str, forgotten: dict[int, list[str]],
-                         existing: dict | None) -> str:
-    try:
-        outcome = await ctx.summarizer.daily(pd)
-    except SummarizerError as exc:
-        ctx.stats.errors += 1
-        log.warning("daily summary of %s %s failed: %s", pd.partition, pd.day, exc)
-        return "failed"
+                         existing: dict | None) -> None:
+    outcome = await ctx.summarizer.daily(pd)
     _store_outcome(ctx, pd, key, forgotten, existing, outcome, pd.speakers, {})
     ctx.stats.daily_computed += 1
-    return "computed"
 
 
 def _store_outcome(ctx: RunContext, pd: PartitionDay, key: str, forgotten: dict[int, list[str]],
@@ -220,8 +194,7 @@ def _store_outcome(ctx: RunContext, pd: PartitionDay, key: str, forgotten: dict[
             "summarizer": ctx.summarizer.kind,
             "degraded": degraded,
             "degraded_reason": outcome.degraded_reason,
-            # how many runs in a row produced this row by a fallback (bounds later retries)
-            "attempts": (existing["attempts"] + 1 if existing and existing["degraded"] else 1) if degraded else 1,
+            "attempts": next_attempts(existing, outcome.degraded_reason),
         },
         summaries,
         ctx.now(),

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import re
 
-from ..calendar import Scope, parse_scope
+from ..calendar import parse_scope
 from ..errors import InputError
 from ..summarize.text import clean, scrub
 from .context import RunContext
-from .merge import guild_of_partition, merge_one
+from .merge import MergeInputs, merge_one
 
 MAX_FACT_CHARS = 300
 # Facts are read by a bot before it answers: refuse text that tries to steer it.
@@ -32,31 +32,37 @@ def check_fact(fact: str) -> str:
     return fact
 
 
-def _name(ctx: RunContext, scope: Scope, user_id: int) -> str:
-    guild = guild_of_partition(ctx, str(scope))
-    return ctx.store.member_names(guild or 0, [user_id]).get(user_id, "")
+def _facts_blob(ctx: RunContext, scope: str, user_id: int) -> str:
+    rows = ctx.store.facts(scope=scope, user_ids=[user_id])
+    return rows[0]["facts"] if rows else ""
+
+
+def _today_in(ctx: RunContext, inputs: MergeInputs, scope: str):
+    return ctx.now().astimezone(ctx.tz_for_guild(inputs.guild_of(scope))).date()
 
 
 async def _refresh_contexts(ctx: RunContext, user_id: int, scopes: list[str]) -> None:
-    for scope in scopes:
-        existing = ctx.store.context_full(scope, user_id)
-        if existing is not None:
-            as_of = existing["as_of_day"]
-        else:
-            as_of = ctx.now().astimezone(ctx.tz_for_guild(guild_of_partition(ctx, scope))).date()
-        await merge_one(ctx, parse_scope(scope), user_id, lambda _g, d=as_of: d)
+    """Re-merge these contexts of the user, each as of the day it was made (today for a new one),
+    from the user's rows read in bulk once per day 1."""
+    existing = {r["scope"]: r["as_of_day"] for r in ctx.store.contexts(user_id=user_id, text=False)}
+    probe = MergeInputs(ctx.store, [], [user_id])
+    as_of = {s: existing.get(s) or _today_in(ctx, probe, s) for s in scopes}
+    for day in sorted(set(as_of.values())):
+        inputs = MergeInputs(ctx.store, [day], [user_id])
+        for scope in (s for s in scopes if as_of[s] == day):
+            await merge_one(ctx, parse_scope(scope), user_id, lambda _g, d=day: d, inputs)
     ctx.writer.flush()
 
 
 async def remember(ctx: RunContext, scope: str, user_id: int, fact: str) -> str:
     sc = parse_scope(scope)
     fact = check_fact(fact)
-    outcome = await ctx.summarizer.remember(ctx.store.facts(scope, user_id), fact)
+    outcome = await ctx.summarizer.remember(_facts_blob(ctx, scope, user_id), fact)
     ctx.stats.record(outcome)
     ctx.store.write_facts(scope, user_id, outcome.value, ctx.now())
     # Contexts that may read this scope's facts: the scope itself and every context of the user
     # (merge_one applies the audience rule to decide which facts each may use).
-    await _refresh_contexts(ctx, user_id, sorted({str(sc)} | {r["scope"] for r in ctx.store.contexts(user_id=user_id)}))
+    await _refresh_contexts(ctx, user_id, sorted({str(sc)} | {r["scope"] for r in ctx.store.contexts(user_id=user_id, text=False)}))
     return outcome.value
 
 
@@ -65,13 +71,14 @@ async def forget(ctx: RunContext, scope: str, user_id: int, fact: str) -> bool:
     fact = clean(fact)
     if not fact:
         raise InputError("facts", "fact", "say what to forget")
-    name = _name(ctx, sc, user_id)
-    blob = ctx.store.facts(scope, user_id)
+    inputs = MergeInputs(ctx.store, [], [user_id])
+    name = inputs.name(inputs.guild_of(str(sc)) or 0, user_id) or ""
+    blob = _facts_blob(ctx, scope, user_id)
     outcome = await ctx.summarizer.forget(blob, fact, name)
     ctx.stats.record(outcome)
     new_blob, found = outcome.value
     scrubbed = ctx.store.write_facts(scope, user_id, new_blob, ctx.now(), forgotten=fact,
                                      scrub=lambda text: scrub(text, [fact], name))
     ctx.forget_cache()  # the new forgotten fact applies to the merges below
-    await _refresh_contexts(ctx, user_id, sorted({r["scope"] for r in ctx.store.contexts(user_id=user_id)}))
+    await _refresh_contexts(ctx, user_id, sorted({r["scope"] for r in ctx.store.contexts(user_id=user_id, text=False)}))
     return found or scrubbed > 0

@@ -167,7 +167,7 @@ def test_members_keep_the_latest_display_name(store, settings):
     assert snapshot(store)["members"] == [
         (1150000000000000001, 1160000000000000001, "Ana K", "2026-11-03T10:00:00.000000Z")]
     ingest_messages(store, [row(4, user_name="Ana Kraft", ts="2026-11-04T10:00:00+00:00")], settings)
-    assert store.member_names(1150000000000000001, [1160000000000000001]) == {1160000000000000001: "Ana Kraft"}
+    assert store.member_names([1160000000000000001], [1150000000000000001]) == {(1150000000000000001, 1160000000000000001): "Ana Kraft"}
 
 
 def test_a_stored_channel_keeps_its_visibility(store, settings, tmp_path):

@@ -49,7 +49,7 @@ def test_each_refresh_folds_only_the_new_messages(store, settings):
     assert all(c == [("fold", f"guild:{G}", dt.date(2026, 11, 4))] for c in calls[1:])
     rows = [r for r in store.dump("daily_summaries") if r[0] == f"guild:{G}"]
     assert {r[2] for r in rows} == set(USERS)
-    pd = store.partition_day(f"guild:{G}", dt.date(2026, 11, 4))
+    pd = store.partition_days_between(f"guild:{G}", dt.date(2026, 11, 4), dt.date(2026, 11, 4))[dt.date(2026, 11, 4)]
     assert pd["message_count"] == 36 and not pd["degraded"]
     # An unchanged refresh costs nothing.
     ctx = _refresh(store, settings, 13)

@@ -35,7 +35,7 @@ def test_retention_deletes_aged_rows_in_batches_and_keeps_facts(store, settings)
     assert deleted["chat_history"] == 90 and after["chat_history"] == 0
     assert after["daily_summaries"] == 0 and store.dump("partition_days") == []
     assert after["memory_context"] == 0 and after["historical_summaries"] == 0
-    assert store.facts("guild:1150000000000000001", 1160000000000000001) == "Ana keeps bees."
+    assert [r["facts"] for r in store.facts(scope="guild:1150000000000000001", user_ids=[1160000000000000001])] == ["Ana keeps bees."]
     assert apply_retention(store, s, now=dt.datetime(2026, 12, 6, tzinfo=UTC)) == dict.fromkeys(deleted, 0)
 
 

@@ -216,7 +216,7 @@ def test_postgresql_leader_whose_connection_drops_loses_the_lead(db_url, store):
     try:
         assert a.try_acquire() and a.alive()
         with store.engine.connect() as conn:  # the server ends the leader's session
-            conn.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": a._pg.backend_pid})
+            conn.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": a._lock.backend_pid})
             conn.commit()
         assert a.alive() is False and a.held is False
         assert b.try_acquire() is True
@@ -301,7 +301,7 @@ def test_serve_whose_lock_connection_drops_stops_its_jobs_and_stands_by(db_url, 
                                            on_leader=changes.append))
         await _until(lambda: changes == [True])
         with store.engine.connect() as conn:  # the server ends the leader's lock session
-            conn.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": leaders[0]._pg.backend_pid})
+            conn.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": leaders[0]._lock.backend_pid})
             conn.commit()
         await _until(lambda: changes[:2] == [True, False], timeout=5)  # noticed at the next heartbeat
         await _until(lambda: changes == [True, False, True], timeout=5)  # the lock is free: leads again

@@ -1,0 +1,5 @@
+"""`python -m pipeline.cli`: the same as the `mempipe` command."""
+
+from .main import main
+
+main()

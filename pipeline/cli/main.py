@@ -1,0 +1,128 @@
+"""The `mempipe` command: a thin layer over the library. Data goes to stdout, progress and
+errors to stderr; every option has an environment variable; errors say what to do.
+
+This module holds the group, its shared state and option helpers; the commands live by topic in
+data.py (db, import, run, replay, runs), memory.py (context, contexts, facts) and service.py
+(serve, retention, status)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+from typing import Any
+
+import click
+
+from .. import __version__
+from ..calendar import parse_scope
+from ..clock import system_clock
+from ..config import load_settings
+from ..errors import MempipeError
+from ..logs import FORMATS, configure_logging
+from ..store import Store
+
+SNOWFLAKE = click.IntRange(0, 2**63 - 1)  # 64-bit ids; larger numbers are refused, not overflowed
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class State:
+    log_format = "text"
+
+    def __init__(self, db: str | None, config: str | None, verbose: int):
+        self.db, self.config, self.verbose = db, config, verbose
+        self.clock = system_clock
+        self._settings = None
+
+    @property
+    def settings(self):
+        if self._settings is None:
+            overrides = {"database_url": self.db} if self.db else {}
+            self._settings = load_settings(self.config, **overrides)
+        return self._settings
+
+    def app(self, check_schema: bool = True):
+        """The command's App (pipeline/app.py), closed when the command ends."""
+        from ..app import App
+
+        app = App.open(self.settings, check_schema=check_schema, clock=self.clock)
+        click.get_current_context().call_on_close(app.close)  # release pooled connections
+        return app
+
+    def store(self, check_schema: bool = True) -> Store:
+        return self.app(check_schema).store
+
+
+def _json_default(value: Any):
+    if isinstance(value, (dt.datetime, dt.date)):
+        return value.isoformat()
+    raise TypeError(type(value).__name__)
+
+
+def _echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, default=_json_default, ensure_ascii=False, indent=2))
+
+
+def _date(_ctx, param, value):
+    if value is None:
+        return None
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a date; use YYYY-MM-DD") from None
+
+
+class MempipeGroup(click.Group):
+    """Turns library errors into `Error: …` (exit 1); tracebacks only with -v."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except MempipeError as exc:
+            verbose = ctx.obj.verbose if isinstance(ctx.obj, State) else 0
+            if verbose:
+                raise
+            click.echo(f"Error: {exc}", err=True)
+            cause = exc.__cause__
+            while cause is not None:
+                click.echo(f"  caused by: {cause.__class__.__name__}: {cause}", err=True)
+                cause = cause.__cause__
+            ctx.exit(1)
+
+
+@click.group(cls=MempipeGroup, context_settings=CONTEXT_SETTINGS)
+@click.option("--db", envvar="MEMPIPE_DATABASE_URL", show_envvar=True, metavar="URL",
+              help="Database URL: sqlite:///var/mempipe.db (default) or postgresql+psycopg://user@host/db.")
+@click.option("--config", "config_file", envvar="MEMPIPE_CONFIG", show_envvar=True, metavar="FILE",
+              type=click.Path(dir_okay=False), help="TOML file overriding config/default.toml.")
+@click.option("-v", "--verbose", count=True, help="More logging; -v also shows tracebacks on errors.")
+@click.option("--log-format", type=click.Choice(FORMATS), default="text", show_default=True,
+              envvar="MEMPIPE_LOG_FORMAT", show_envvar=True,
+              help="Log lines on stderr: text, or one JSON object per line (for log shippers).")
+@click.version_option(__version__, prog_name="mempipe")
+@click.pass_context
+def cli(ctx, db, config_file, verbose, log_format):
+    """mempipe: nightly memory for community chat bots.
+
+    Messages go into chat_history (`mempipe import`, or pipeline.ingest.ingest_messages from a
+    bot); `mempipe run` / `mempipe replay` turn them into daily and historical summaries and one
+    context row per (scope, user); bots read that row (`mempipe context`, pipeline.read.get_context,
+    or the SQL in the README).
+    """
+    configure_logging(log_format, logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING)
+    ctx.obj = State(db, config_file, verbose)
+    ctx.obj.log_format = log_format
+
+
+def _scope(_ctx, _param, value):
+    if value is None:
+        return None
+    try:
+        return str(parse_scope(value))
+    except MempipeError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+
+def main() -> None:
+    cli(prog_name="mempipe")

@@ -1,0 +1,136 @@
+"""`mempipe serve`, `retention`, `status`: the scheduler service and what cron-only operators need."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import click
+
+from ..logs import FORMATS, configure_logging
+from .main import State, _echo_json, cli
+
+# ---------------------------------------------------------------- serve / status
+
+@cli.command("serve")
+@click.option("--log-format", type=click.Choice(FORMATS), default=None, envvar="MEMPIPE_LOG_FORMAT",
+              show_envvar=True, help="text (default) or json: one JSON object per line, e.g. per job run.")
+@click.option("--run-now", is_flag=True, envvar="MEMPIPE_RUN_NOW", show_envvar=True,
+              help="Run the refresh as soon as this process becomes leader (else: scheduler.run_on_start).")
+@click.pass_obj
+def serve_cmd(state: State, log_format, run_now):
+    """Run the scheduler service: the hourly refresh, a rollover after each timezone's local
+    midnight and the daily retention ([scheduler] in the config).
+
+    Start it on several machines against one database: one process leads (PostgreSQL advisory
+    lock, or a lock file next to a SQLite database), the others stand by and take over within
+    scheduler.takeover_s when it dies. SIGTERM or SIGINT stop it cleanly: no new work, the job in
+    flight is cancelled (finished partition-days stay, the one in progress is not written), exit 0.
+    One log line per job run: job, partitions, calls, tokens, duration, outcome.
+
+    \b
+    Example: mempipe --db postgresql+psycopg://mempipe@db/mempipe serve --log-format json
+    """
+    import os
+    import signal
+
+    from ..scheduler.service import serve
+
+    fmt = log_format or state.log_format
+    level = logging.DEBUG if state.verbose > 1 else logging.INFO if state.verbose else logging.WARNING
+    configure_logging(fmt, level, timestamps=True)
+    logging.getLogger("pipeline").setLevel(min(level, logging.INFO))  # job lines, leader changes
+    log = logging.getLogger("pipeline.scheduler")
+    settings = state.settings
+    store = state.store()
+
+    async def main():
+        from ..summarize import make_summarizer
+
+        close = getattr(make_summarizer(settings), "aclose", None)  # a config error fails now, not at the first job
+        if close is not None:
+            await close()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+
+        def on_signal(name: str):
+            if stop.is_set():
+                log.error("%s again: exiting at once", name)
+                os._exit(1)
+            log.info("%s received: stopping", name)
+            stop.set()
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, on_signal, sig.name)
+        try:
+            await serve(settings, clock=state.clock, stop_event=stop, run_now=run_now or None, store=store)
+        finally:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)
+
+    asyncio.run(main())
+
+
+def _ts(value) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S") if value else "never"
+
+
+@cli.command("retention")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def retention_cmd(state: State, as_json: bool):
+    """Delete what aged out (chat history and daily summaries older than retention_days,
+    historical summaries past their window, contexts not refreshed since), in bounded batches.
+    Facts are kept. `mempipe serve` runs this daily; run it from cron when you use cron instead.
+
+    Example: mempipe retention
+    """
+    from ..retention import apply_retention
+
+    deleted = apply_retention(state.store(), state.settings, now=state.clock(),
+                              batch_size=state.settings.scheduler.retention_batch_size)
+    if as_json:
+        _echo_json(deleted)
+    else:
+        click.echo(", ".join(f"{table}: {n} deleted" for table, n in deleted.items()))
+
+
+@cli.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def status_cmd(state: State, as_json):
+    """Show the scheduler service: which `mempipe serve` leads (holder, pid, host, heartbeat
+    age), how each job last ended, and when each is due next. Read from the database, so it
+    works from any machine.
+
+    Example: mempipe status --json
+    """
+    from ..scheduler.status import status
+
+    report = status(state.store(), state.settings, now=state.clock())
+    if as_json:
+        _echo_json(report)
+        return
+    lead = report["leader"]
+    if lead is None:
+        click.echo("leader: none yet (no `mempipe serve` has led on this database)")
+    elif lead["state"] == "leading":
+        click.echo(f"leader: {lead['holder']} (pid {lead['pid']} on {lead['host']}) since {_ts(lead['since'])} UTC, "
+                   f"heartbeat {lead['heartbeat_age_s']:.0f} s ago")
+    elif lead["state"] == "stopped":
+        click.echo(f"leader: none — {lead['holder']} stopped at {_ts(lead['released_at'])} UTC")
+    else:
+        click.echo(f"leader: STALE — {lead['holder']} (pid {lead['pid']} on {lead['host']}) last heartbeat "
+                   f"{lead['heartbeat_age_s']:.0f} s ago: stuck or dead (a standby takes over when its lock is free)")
+    click.echo(f"{'job':28} {'last start (UTC)':19}  {'outcome':9} {'secs':>7}  next due (UTC)")
+    for j in report["jobs"]:
+        secs = f"{j['last_duration_s']:.1f}" if j["last_duration_s"] is not None else "-"
+        due = _ts(j["next_run_at"]) if j["next_run_at"] else "-"
+        if j["next_run_source"] == "missed":
+            due += "  (missed: runs when a leader starts)"
+        elif not j["configured"]:
+            due = "(no longer configured)"
+        click.echo(f"{j['job']:28} {_ts(j['last_started_at']):19}  {j['last_outcome'] or '-':9} {secs:>7}  {due}")
+        if j["last_error"]:
+            click.echo(f"{'':28} error: {j['last_error']}")
+

@@ -1,0 +1,89 @@
+"""One item's refresh, the same for a partition-day, a historical row and a context row:
+
+  fresh?  -> CACHED (counted as a cache hit)
+  dry run -> PLANNED (the item's estimate is added)
+  claim   -> BUSY when another run holds it and the caller would rather come back later
+  re-read under the claim (another run may have just written it) -> CACHED
+  compute -> COMPUTED, or FAILED when the summarizer raised (counted, logged; the run goes on)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+from dataclasses import dataclass
+from typing import Awaitable, Callable
+
+from ..errors import SummarizerError
+from .context import RunContext
+
+log = logging.getLogger(__name__)
+POLL_S = 0.05  # how often a waiting claim asks again (never blocks the event loop)
+Row = dict | None
+
+
+class ItemStatus(enum.Enum):
+    EMPTY = "empty"        # nothing to compute (nobody spoke, no inputs)
+    CACHED = "cached"      # the stored row is fresh
+    STALE = "stale"        # a newer row exists (a replay of an older range leaves it alone)
+    PLANNED = "planned"    # dry run: would be computed
+    COMPUTED = "computed"
+    FAILED = "failed"
+    BUSY = "busy"          # another run holds the claim (only when the caller does not wait)
+
+
+@dataclass
+class Item:
+    key: str                                    # claim key and log label, e.g. "daily:guild:1:2026-11-01"
+    input_hash: str
+    stored: Row                                 # the row as read in bulk before the item ran
+    reread: Callable[[], Row]                   # the row again, under the claim
+    compute: Callable[[Row], Awaitable[None]]   # compute and hand the row to the writer
+    plan: Callable[[], None] | None = None      # dry run: add this item's estimate
+    settled: Callable[[Row], ItemStatus | None] | None = None  # an item-specific verdict first
+    on_cached: Callable[[Row], None] | None = None             # a fresh row needs a small update
+
+
+def next_attempts(existing: Row, own_degraded_reason: str | None) -> int:
+    """How many runs in a row produced this row by a fallback (bounds later retries)."""
+    if not own_degraded_reason:
+        return 1
+    return existing["attempts"] + 1 if existing and existing["degraded"] else 1
+
+
+async def refresh_item(ctx: RunContext, item: Item, *, wait: bool = True) -> ItemStatus:
+    def verdict(row: Row) -> ItemStatus | None:
+        if item.settled is not None and (status := item.settled(row)) is not None:
+            return status
+        if ctx.is_fresh(row, item.input_hash):
+            ctx.stats.cache_hits += 1
+            if item.on_cached is not None and not ctx.dry_run:
+                item.on_cached(row)
+            return ItemStatus.CACHED
+        return None
+
+    if (status := verdict(item.stored)) is not None:
+        return status
+    if ctx.dry_run:
+        if item.plan is not None:
+            item.plan()
+        return ItemStatus.PLANNED
+    lock = ctx.claim_lock(item.key)
+    try:
+        while not lock.try_acquire():
+            if not wait:
+                return ItemStatus.BUSY
+            await asyncio.sleep(POLL_S)
+        existing = item.reread() if ctx.uses_claims else item.stored
+        if (status := verdict(existing)) is not None:
+            return status
+        try:
+            await item.compute(existing)
+        except SummarizerError as exc:
+            ctx.stats.errors += 1
+            log.warning("%s failed: %s", item.key, exc)
+            return ItemStatus.FAILED
+        return ItemStatus.COMPUTED
+    finally:
+        lock.release()

@@ -1,0 +1,46 @@
+"""The storage layer: the only package that runs SQL, one module per role.
+
+- base.py: engine, transactions, the error boundary (driver errors -> StoreError), chunked IN
+- ingest.py: messages, members, channels (PostgreSQL COPY)
+- derived.py: partition-days, summaries, contexts, batch writes, retention (the stages)
+- facts.py: facts blobs and forgotten facts
+- runs.py: pipeline_runs
+- scheduler.py: scheduler job state and leader row
+- read.py: the bot read path
+- locks.py: one Lock protocol (PostgreSQL advisory lock, lock file, null lock)
+
+`Store` is all roles on one engine; each role's Protocol names what its callers may use, so a
+stage depends on `StageStorage`, not on the whole store (pipeline/testing.py fakes it in memory).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from .base import StoreBase
+from .derived import DerivedStorage, DerivedStore
+from .facts import FactsStorage, FactsStore
+from .ingest import IngestStorage, IngestStore
+from .locks import Lock, LockStore, lock_key
+from .read import ReadStorage, ReadStore
+from .runs import RunsStorage, RunsStore
+from .scheduler import SchedulerStorage, SchedulerStore
+
+
+class LockStorage(Protocol):
+    def lock(self, name: str, *, file_suffix: str | None = None, dedicated: bool = False,
+             check_s: float = 10.0) -> Lock: ...
+
+
+class StageStorage(DerivedStorage, FactsStorage, RunsStorage, LockStorage, Protocol):
+    """Everything a run needs: the stages' rows, facts, its pipeline_runs row and its locks."""
+
+    safe_url: str
+
+
+class Store(ReadStore, IngestStore, DerivedStore, FactsStore, RunsStore, SchedulerStore, LockStore, StoreBase):
+    """Every role on one engine (`Store.open(url)`)."""
+
+
+__all__ = ["Store", "StageStorage", "DerivedStorage", "FactsStorage", "IngestStorage", "RunsStorage",
+           "SchedulerStorage", "ReadStorage", "LockStorage", "Lock", "lock_key"]

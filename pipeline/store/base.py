@@ -1,0 +1,143 @@
+"""The storage layer's foundation: the engine, transactions, one error boundary, one chunked-IN
+helper, and the inspection reads tests and `mempipe db status` use.
+
+Only pipeline/store/ runs SQL. Every driver error becomes a StoreError that names the operation
+and the database, so an outage raises instead of reading as "no data".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from ..db import make_engine
+from ..db.migrations import require_current, upgrade
+from ..db.queries import query
+from ..db.tables import DERIVED_TABLES
+from ..errors import StoreError
+
+CHUNK = 500  # ids per IN (...) list: well under SQLite's and psycopg's parameter limits
+T = TypeVar("T")
+
+
+def insert_for(conn: Connection):
+    """The dialect's insert() (it has on_conflict_do_update)."""
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert
+
+
+def chunks(values: Iterable[T], size: int = CHUNK) -> Iterator[list[T]]:
+    """Sorted, de-duplicated values in lists of at most `size` (for IN lists)."""
+    ordered = sorted(set(values))
+    for i in range(0, len(ordered), size):
+        yield ordered[i:i + size]
+
+
+def select_in(conn: Connection, make: Callable[[list], sa.Select], values: Iterable) -> Iterator[sa.Row]:
+    """Rows of `make(chunk)` for every chunk of `values`: one helper for every bulk read by ids."""
+    for chunk in chunks(values):
+        yield from conn.execute(make(chunk))
+
+
+def _cause(exc: BaseException) -> object:
+    return getattr(exc, "orig", None) or exc
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return value
+
+
+class StoreBase:
+    def __init__(self, engine: Engine):
+        self.engine = engine
+
+    @classmethod
+    def open(cls, url: str, *, check_schema: bool = True, pool_size: int | None = None,
+             max_overflow: int | None = None):
+        """pool_size / max_overflow (PostgreSQL only; None: make_engine's defaults) usually come
+        from settings.pool_size / settings.pool_max_overflow."""
+        pool = {k: v for k, v in (("pool_size", pool_size), ("max_overflow", max_overflow)) if v is not None}
+        store = cls(make_engine(url, **pool))
+        if check_schema:
+            try:
+                require_current(store.engine)
+            except BaseException as exc:
+                store.close()
+                if not isinstance(exc, sa.exc.SQLAlchemyError):
+                    raise
+                raise StoreError(f"cannot open database {store.safe_url}: {_cause(exc)}") from exc
+        return store
+
+    @property
+    def safe_url(self) -> str:
+        return self.engine.url.render_as_string(hide_password=True)
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    def upgrade(self):
+        return upgrade(self.engine)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # ------------------------------------------------------------------ the error boundary
+
+    def error(self, op: str, exc: BaseException) -> StoreError:
+        return StoreError(f"database error while {op}: {_cause(exc)} (database: {self.safe_url})")
+
+    @contextlib.contextmanager
+    def reading(self, op: str) -> Iterator[Connection]:
+        """A connection for reads; any driver error becomes a StoreError naming `op`."""
+        try:
+            with self.engine.connect() as conn:
+                yield conn
+        except sa.exc.SQLAlchemyError as exc:
+            raise self.error(op, exc) from exc
+
+    @contextlib.contextmanager
+    def writing(self, op: str) -> Iterator[Connection]:
+        """One transaction: committed when the block ends, rolled back on any error."""
+        try:
+            with self.engine.begin() as conn:
+                yield conn
+        except sa.exc.SQLAlchemyError as exc:
+            raise self.error(op, exc) from exc
+
+    def transaction(self):
+        """A transaction for callers that write through several role methods (an import)."""
+        return self.writing("writing")
+
+    def rows(self, op: str, stmt) -> list[dict]:
+        with self.reading(op) as conn:
+            return [dict(r._mapping) for r in conn.execute(stmt)]
+
+    def rows_in(self, op: str, make: Callable[[list], sa.Select], values: Iterable) -> list[dict]:
+        with self.reading(op) as conn:
+            return [dict(r._mapping) for r in select_in(conn, make, values)]
+
+    # ------------------------------------------------------------------ inspection
+
+    def dump(self, table_name: str) -> list[tuple]:
+        """Every row of a derived table in key order: tests compare these byte for byte."""
+        table = {t.name: t for t in DERIVED_TABLES}[table_name]
+        with self.reading("dumping a table") as conn:
+            q = sa.select(table).order_by(*table.primary_key.columns)
+            return [tuple(_hashable(v) for v in r) for r in conn.execute(q)]
+
+    def table_counts(self) -> dict[str, int]:
+        with self.reading("counting rows") as conn:
+            return {t: n for t, n in conn.execute(sa.text(query("table_counts")))}
+
+
+Rows = Sequence[dict[str, Any]]

@@ -1,0 +1,234 @@
+"""The stages' storage: partition-days, daily and historical summaries, contexts — bulk reads
+(one query for many items, ids chunked), batched writes (many items per transaction, each item
+all-or-nothing) and retention.
+
+Reads take optional filters instead of coming in per-item twins: a nightly run reads a whole
+day's rows at once, a single merge (remember / forget) the same query narrowed to one user.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from typing import Iterable, Protocol, Sequence
+
+import sqlalchemy as sa
+
+from ..db.tables import (channels, chat_history, daily_summaries, historical_summaries, members, memory_context,
+                         metadata, partition_days)
+from .base import Rows, insert_for
+
+Batch = Sequence  # of (record, summaries, now) for dailies; of row dicts otherwise
+
+
+class DerivedStorage(Protocol):
+    """What the daily, historical and merge stages read and write."""
+
+    dialect: str
+
+    def partitions_between(self, start: dt.datetime, end: dt.datetime, guild_id: int | None = None) -> list[dict]: ...
+    def messages_between(self, partition: str, start: dt.datetime, end: dt.datetime) -> list[dict]: ...
+    def authors_of(self, message_ids: Iterable[int]) -> dict[int, int]: ...
+    def member_names(self, user_ids: Iterable[int] | None = None,
+                     guild_keys: Iterable[int] | None = None) -> dict[tuple[int, int], str]: ...
+    def channels(self, channel_ids: Iterable[int] | None = None) -> dict[int, dict]: ...
+    def dm_speaker_counts(self) -> dict[str, int]: ...
+    def partitions_of_users(self, user_ids: Iterable[int]) -> dict[int, list[str]]: ...
+    def partition_days_between(self, partition: str, first: dt.date, last: dt.date) -> dict[dt.date, dict]: ...
+    def dailies(self, days: Iterable[dt.date], *, partition: str | None = None,
+                user_ids: Iterable[int] | None = None) -> list[dict]: ...
+    def historicals(self, days: Iterable[dt.date], *, partition: str | None = None,
+                    user_ids: Iterable[int] | None = None) -> list[dict]: ...
+    def contexts(self, scope: str | None = None, user_id: int | None = None, *, text: bool = True) -> list[dict]: ...
+    def context_scopes(self, prefix: str) -> list[str]: ...
+    def write_batch(self, dailies: Batch = (), historicals: Rows = (), contexts: Rows = (),
+                    touches: Rows = ()) -> None: ...
+    def delete_historicals(self, partition: str, day: dt.date, user_ids: Iterable[int]) -> None: ...
+
+
+def _narrowed(q, column, values):
+    return q if values is None else q.where(column.in_(sorted(set(values))))
+
+
+class DerivedStore:
+    # ------------------------------------------------------------------ the daily stage's inputs
+
+    def partitions_between(self, start: dt.datetime, end: dt.datetime, guild_id: int | None = None) -> list[dict]:
+        """Partitions with at least one message in [start, end), with their guild."""
+        q = (sa.select(chat_history.c.partition, sa.func.max(chat_history.c.guild_id).label("guild_id"))
+             .where(chat_history.c.ts >= start, chat_history.c.ts < end)
+             .group_by(chat_history.c.partition).order_by(chat_history.c.partition))
+        if guild_id is not None:
+            q = q.where(chat_history.c.guild_id == guild_id)
+        return self.rows("listing partitions", q)
+
+    def messages_between(self, partition: str, start: dt.datetime, end: dt.datetime) -> list[dict]:
+        c = chat_history.c
+        q = (sa.select(c.message_id, c.user_id, c.text, c.ts, c.reply_to, c.guild_id)
+             .where(c.partition == partition, c.ts >= start, c.ts < end).order_by(c.ts, c.message_id))
+        return self.rows("reading messages", q)
+
+    def authors_of(self, message_ids: Iterable[int]) -> dict[int, int]:
+        c = chat_history.c
+        rows = self.rows_in("reading reply authors",
+                            lambda ids: sa.select(c.message_id, c.user_id).where(c.message_id.in_(ids)), message_ids)
+        return {r["message_id"]: r["user_id"] for r in rows}
+
+    def member_names(self, user_ids: Iterable[int] | None = None,
+                     guild_keys: Iterable[int] | None = None) -> dict[tuple[int, int], str]:
+        """Display names by (guild key, user); DMs use guild key 0. None: every member."""
+        c = members.c
+
+        def make(ids=None):
+            q = _narrowed(sa.select(c.guild_key, c.user_id, c.display_name), c.guild_key, guild_keys)
+            return q if ids is None else q.where(c.user_id.in_(ids))
+
+        rows = self.rows("reading member names", make()) if user_ids is None \
+            else self.rows_in("reading member names", make, user_ids)
+        return {(r["guild_key"], r["user_id"]): r["display_name"] for r in rows}
+
+    def partition_days_between(self, partition: str, first: dt.date, last: dt.date) -> dict[dt.date, dict]:
+        c = partition_days.c
+        q = sa.select(partition_days).where(c.partition == partition, c.day >= first, c.day <= last)
+        return {r["day"]: r for r in self.rows("reading partition-days", q)}
+
+    # ------------------------------------------------------------------ summaries
+
+    def dailies(self, days: Iterable[dt.date], *, partition: str | None = None,
+                user_ids: Iterable[int] | None = None) -> list[dict]:
+        """Daily summaries of these days, optionally of one partition and some users, ordered by
+        (partition, user, day)."""
+        return self._summaries(daily_summaries, "reading daily summaries", days, partition, user_ids)
+
+    def historicals(self, days: Iterable[dt.date], *, partition: str | None = None,
+                    user_ids: Iterable[int] | None = None) -> list[dict]:
+        return self._summaries(historical_summaries, "reading historical summaries", days, partition, user_ids)
+
+    def _summaries(self, table, op, days, partition, user_ids) -> list[dict]:
+        c = table.c
+        q = sa.select(table).where(c.day.in_(sorted(set(days)))).order_by(c.partition, c.user_id, c.day)
+        if partition is not None:
+            q = q.where(c.partition == partition)
+        if user_ids is None:
+            return self.rows(op, q)
+        return self.rows_in(op, lambda ids: q.where(c.user_id.in_(ids)), user_ids)
+
+    def delete_historicals(self, partition: str, day: dt.date, user_ids: Iterable[int]) -> None:
+        c = historical_summaries.c
+        with self.writing("deleting historical summaries") as conn:
+            for_ids = sorted(set(user_ids))
+            if for_ids:
+                conn.execute(sa.delete(historical_summaries).where(
+                    c.partition == partition, c.day == day, c.user_id.in_(for_ids)))
+
+    # ------------------------------------------------------------------ audiences
+
+    def channels(self, channel_ids: Iterable[int] | None = None) -> dict[int, dict]:
+        c = channels.c
+        if channel_ids is None:
+            rows = self.rows("reading channels", sa.select(channels))
+        else:
+            rows = self.rows_in("reading channels", lambda ids: sa.select(channels).where(c.channel_id.in_(ids)),
+                                channel_ids)
+        return {r["channel_id"]: r for r in rows}
+
+    def dm_speaker_counts(self) -> dict[str, int]:
+        """How many people have spoken in each DM partition."""
+        c = chat_history.c
+        q = (sa.select(c.partition, sa.func.count(sa.distinct(c.user_id)).label("n"))
+             .where(c.visibility == "dm").group_by(c.partition))
+        return {r["partition"]: r["n"] for r in self.rows("counting DM participants", q)}
+
+    def partitions_of_users(self, user_ids: Iterable[int]) -> dict[int, list[str]]:
+        c = chat_history.c
+        out: dict[int, list[str]] = defaultdict(list)
+        for r in self.rows_in("listing users' partitions",
+                              lambda ids: sa.select(c.user_id, c.partition).where(c.user_id.in_(ids)).distinct(),
+                              user_ids):
+            out[r["user_id"]].append(r["partition"])
+        return {u: sorted(ps) for u, ps in out.items()}
+
+    # ------------------------------------------------------------------ contexts
+
+    def contexts(self, scope: str | None = None, user_id: int | None = None, *, text: bool = True) -> list[dict]:
+        """Context rows in key order; text=False leaves out the context text and its inputs (a
+        nightly run reads every context's state, not its words)."""
+        c = memory_context.c
+        cols = [memory_context] if text else [c[k] for k in ("scope", "user_id", "input_hash", "as_of_day",
+                                                           "degraded", "degraded_reason", "attempts")]
+        q = sa.select(*cols).order_by(c.scope, c.user_id)
+        if scope is not None:
+            q = q.where(c.scope == scope)
+        if user_id is not None:
+            q = q.where(c.user_id == user_id)
+        return self.rows("listing contexts", q)
+
+    def context_scopes(self, prefix: str) -> list[str]:
+        c = memory_context.c
+        q = sa.select(c.scope).where(c.scope.like(prefix + "%")).distinct().order_by(c.scope)
+        return [r["scope"] for r in self.rows("listing contexts", q)]
+
+    # ------------------------------------------------------------------ writes
+
+    def write_batch(self, dailies: Batch = (), historicals: Rows = (), contexts: Rows = (),
+                    touches: Rows = ()) -> None:
+        """One transaction for many items. A partition-day's summaries are replaced whole."""
+        with self.writing("writing results") as conn:
+            insert = insert_for(conn)
+            if dailies:
+                for record, _summaries, _now in dailies:
+                    conn.execute(sa.delete(daily_summaries).where(
+                        daily_summaries.c.partition == record["partition"], daily_summaries.c.day == record["day"]))
+                rows = [{"partition": record["partition"], "day": record["day"], "user_id": uid, "summary": text,
+                         "input_hash": record["input_hash"], "degraded": record["degraded"], "created_at": now}
+                        for record, summaries, now in dailies for uid, text in sorted(summaries.items())]
+                if rows:
+                    conn.execute(sa.insert(daily_summaries), rows)
+                self._upsert(conn, insert, partition_days, ("partition", "day"),
+                             [{**record, "computed_at": now} for record, _s, now in dailies])
+            if historicals:
+                self._upsert(conn, insert, historical_summaries, ("partition", "user_id", "day"), historicals)
+            if contexts:
+                self._upsert(conn, insert, memory_context, ("scope", "user_id"), contexts)
+            if touches:
+                conn.execute(sa.update(memory_context)
+                             .where(memory_context.c.scope == sa.bindparam("b_scope"),
+                                    memory_context.c.user_id == sa.bindparam("b_user"))
+                             .values(as_of_day=sa.bindparam("b_day")),
+                             [{"b_scope": t["scope"], "b_user": t["user_id"], "b_day": t["as_of_day"]} for t in touches])
+
+    @staticmethod
+    def _upsert(conn, insert, table, keys: tuple[str, ...], rows: Rows) -> None:
+        stmt = insert(table)
+        conn.execute(stmt.on_conflict_do_update(
+            index_elements=[table.c[k] for k in keys],
+            set_={k: stmt.excluded[k] for k in rows[0] if k not in keys}), list(rows))
+
+    # ------------------------------------------------------------------ retention
+
+    _RETENTION_KEYS = {
+        "chat_history": ("message_id",),
+        "partition_days": ("partition", "day"),
+        "daily_summaries": ("partition", "day", "user_id"),
+        "historical_summaries": ("partition", "user_id", "day"),
+        "memory_context": ("scope", "user_id"),
+    }
+
+    def delete_older_than(self, table_name: str, column: str, cutoff, batch_size: int) -> int:
+        """Delete rows whose `column` < cutoff, `batch_size` rows per transaction (short locks: a
+        bot's reads and a running replay are never blocked for long). Returns rows deleted."""
+        table = metadata.tables[table_name]
+        keys = [table.c[k] for k in self._RETENTION_KEYS[table_name]]
+        total = 0
+        while True:
+            with self.writing("applying retention") as conn:
+                batch = conn.execute(sa.select(*keys).where(table.c[column] < cutoff).limit(batch_size)).all()
+                if not batch:
+                    return total
+                if len(keys) == 1:
+                    conn.execute(sa.delete(table).where(keys[0].in_([r[0] for r in batch])))
+                else:
+                    conn.execute(sa.delete(table).where(sa.tuple_(*keys).in_([tuple(r) for r in batch])))
+                total += len(batch)
+            if len(batch) < batch_size:
+                return total
