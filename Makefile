@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 MEMPIPE := $(VENV)/bin/mempipe
 DEMO_DB := sqlite:///var/mempipe.db
 
-.PHONY: venv test demo bench clean
+.PHONY: venv test demo bench schema clean
 
 $(VENV)/.installed: pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,11 @@ demo: venv
 
 bench: venv
 	$(PY) -m bench
+
+# Regenerate sql/schema.<dialect>.sql from the migrations (needs the PostgreSQL server the tests use;
+# MEMPIPE_TEST_PG_URL picks another). `$(PY) -m pipeline.db.schema --check` only compares.
+schema: venv
+	$(PY) -m pipeline.db.schema
 
 clean:
 	rm -rf var .pytest_cache
