@@ -7,7 +7,14 @@ import sys
 
 import click
 
-from .main import SNOWFLAKE, State, _date, _echo_json, cli
+from .main import (
+    SNOWFLAKE,
+    State,
+    _date,
+    _echo_json,
+    cli,
+    json_option,
+)
 
 # ---------------------------------------------------------------- db
 
@@ -31,7 +38,7 @@ def db_upgrade(state: State):
 
 
 @db.command("status")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def db_status(state: State, as_json: bool):
     """Show applied and pending migrations and table sizes."""
@@ -161,7 +168,7 @@ def replay_cmd(state: State, date_from, date_to, guild, force, dry_run):
 
 @cli.command("runs")
 @click.option("--limit", default=20, show_default=True, help="How many of the newest runs.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def runs_cmd(state: State, limit, as_json):
     """List pipeline runs, newest first: status, duration and counts. A failed run says why."""

@@ -124,5 +124,11 @@ def _scope(_ctx, _param, value):
 
 
 
+# Options several commands share: the same flag, help and checks everywhere.
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+scope_option = click.option("--scope", required=True, callback=_scope, help="guild:<id>, channel:<id> or dm:<channel id>.")
+user_option = click.option("--user", "user_id", required=True, type=SNOWFLAKE, help="User id.")
+
+
 def main() -> None:
     cli(prog_name="mempipe")

@@ -7,13 +7,22 @@ import asyncio
 import click
 
 from ..errors import MempipeError
-from .main import SNOWFLAKE, State, _echo_json, _scope, cli
+from .main import (
+    SNOWFLAKE,
+    State,
+    _echo_json,
+    _scope,
+    cli,
+    json_option,
+    scope_option,
+    user_option,
+)
 
 
 @cli.command("context")
-@click.option("--scope", required=True, callback=_scope, help="guild:<id>, channel:<id> or dm:<channel id>.")
-@click.option("--user", "user_id", required=True, type=SNOWFLAKE, help="User id.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@scope_option
+@user_option
+@json_option
 @click.pass_obj
 def context_cmd(state: State, scope, user_id, as_json):
     """Print the context a bot reads for USER in SCOPE (exit 1 if there is none).
@@ -34,7 +43,7 @@ def context_cmd(state: State, scope, user_id, as_json):
 @cli.command("contexts")
 @click.option("--scope", callback=_scope, default=None, help="Only this scope.")
 @click.option("--user", "user_id", type=SNOWFLAKE, default=None, help="Only this user.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def contexts_cmd(state: State, scope, user_id, as_json):
     """List context rows (all, or one scope's / one user's)."""
@@ -65,13 +74,11 @@ def facts():
     """Remember and forget facts about a user (per scope)."""
 
 
-_scope_opt = click.option("--scope", required=True, callback=_scope, help="guild:<id>, channel:<id> or dm:<channel id>.")
-_user_opt = click.option("--user", "user_id", required=True, type=SNOWFLAKE, help="User id.")
 
 
 @facts.command("remember")
-@_scope_opt
-@_user_opt
+@scope_option
+@user_option
 @click.argument("text")
 @click.pass_obj
 def facts_remember(state: State, scope, user_id, text):
@@ -87,8 +94,8 @@ def facts_remember(state: State, scope, user_id, text):
 
 
 @facts.command("forget")
-@_scope_opt
-@_user_opt
+@scope_option
+@user_option
 @click.argument("text")
 @click.pass_obj
 def facts_forget(state: State, scope, user_id, text):
@@ -105,8 +112,8 @@ def facts_forget(state: State, scope, user_id, text):
 
 
 @facts.command("show")
-@_scope_opt
-@_user_opt
+@scope_option
+@user_option
 @click.pass_obj
 def facts_show(state: State, scope, user_id):
     """Print the facts stored for USER in SCOPE."""

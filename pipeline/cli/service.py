@@ -8,7 +8,7 @@ import logging
 import click
 
 from ..logs import FORMATS, configure_logging
-from .main import State, _echo_json, cli
+from .main import State, _echo_json, cli, json_option
 
 # ---------------------------------------------------------------- serve / status
 
@@ -76,7 +76,7 @@ def _ts(value) -> str:
 
 
 @cli.command("retention")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def retention_cmd(state: State, as_json: bool):
     """Delete what aged out (chat history and daily summaries older than retention_days,
@@ -96,7 +96,7 @@ def retention_cmd(state: State, as_json: bool):
 
 
 @cli.command("status")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_obj
 def status_cmd(state: State, as_json):
     """Show the scheduler service: which `mempipe serve` leads (holder, pid, host, heartbeat

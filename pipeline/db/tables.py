@@ -12,131 +12,85 @@ from .types import JsonDocument, LocalDate, UtcDateTime
 metadata = sa.MetaData()
 Id = sa.BigInteger
 
+
+def _keys(**types) -> list[sa.Column]:
+    """Primary-key columns; ids are given, never generated."""
+    return [sa.Column(n, t, primary_key=True, autoincrement=False) if t is Id else sa.Column(n, t, primary_key=True)
+            for n, t in types.items()]
+
+
+def _required(**types) -> list[sa.Column]:
+    return [sa.Column(n, t, nullable=False) for n, t in types.items()]
+
+
+def _optional(**types) -> list[sa.Column]:
+    return [sa.Column(n, t) for n, t in types.items()]
+
+
+def _counts(*names: str, server_default: str | None = None) -> list[sa.Column]:
+    return [sa.Column(n, sa.Integer, nullable=False, server_default=server_default) for n in names]
+
+
 channels = sa.Table(
-    "channels", metadata,
-    sa.Column("channel_id", Id, primary_key=True, autoincrement=False),
-    sa.Column("guild_id", Id),
-    sa.Column("visibility", sa.Text, nullable=False),
-    sa.Column("partition", sa.Text, nullable=False),
-    sa.Column("is_group", sa.Boolean, nullable=False),
-    sa.Column("name", sa.Text),
+    "channels", metadata, *_keys(channel_id=Id), *_optional(guild_id=Id),
+    *_required(visibility=sa.Text, partition=sa.Text, is_group=sa.Boolean), *_optional(name=sa.Text),
 )
 
 chat_history = sa.Table(
-    "chat_history", metadata,
-    sa.Column("message_id", Id, primary_key=True, autoincrement=False),
-    sa.Column("guild_id", Id),
-    sa.Column("channel_id", Id, nullable=False),
-    sa.Column("visibility", sa.Text, nullable=False),
-    sa.Column("partition", sa.Text, nullable=False),
-    sa.Column("user_id", Id, nullable=False),
-    sa.Column("text", sa.Text, nullable=False),
-    sa.Column("ts", UtcDateTime, nullable=False),
-    sa.Column("reply_to", Id),
-    sa.Column("edited_ts", UtcDateTime),
-    sa.Column("ingested_at", UtcDateTime, nullable=False),
+    "chat_history", metadata, *_keys(message_id=Id), *_optional(guild_id=Id),
+    *_required(channel_id=Id, visibility=sa.Text, partition=sa.Text, user_id=Id, text=sa.Text, ts=UtcDateTime),
+    *_optional(reply_to=Id, edited_ts=UtcDateTime), *_required(ingested_at=UtcDateTime),
 )
 
 members = sa.Table(
-    "members", metadata,
-    sa.Column("guild_key", Id, primary_key=True, autoincrement=False),
-    sa.Column("user_id", Id, primary_key=True, autoincrement=False),
-    sa.Column("display_name", sa.Text, nullable=False),
-    sa.Column("seen_at", UtcDateTime, nullable=False),
+    "members", metadata, *_keys(guild_key=Id, user_id=Id),
+    *_required(display_name=sa.Text, seen_at=UtcDateTime),
 )
 
 partition_days = sa.Table(
-    "partition_days", metadata,
-    sa.Column("partition", sa.Text, primary_key=True),
-    sa.Column("day", LocalDate, primary_key=True),
-    sa.Column("input_hash", sa.Text, nullable=False),
-    sa.Column("message_count", sa.Integer, nullable=False),
-    sa.Column("user_count", sa.Integer, nullable=False),
-    sa.Column("summarizer", sa.Text, nullable=False),
-    sa.Column("degraded", sa.Boolean, nullable=False),
-    sa.Column("degraded_reason", sa.Text),
-    sa.Column("attempts", sa.Integer, nullable=False),
-    sa.Column("computed_at", UtcDateTime, nullable=False),
+    "partition_days", metadata, *_keys(partition=sa.Text, day=LocalDate),
+    *_required(input_hash=sa.Text), *_counts("message_count", "user_count"),
+    *_required(summarizer=sa.Text, degraded=sa.Boolean), *_optional(degraded_reason=sa.Text),
+    *_counts("attempts"), *_required(computed_at=UtcDateTime),
 )
 
 daily_summaries = sa.Table(
-    "daily_summaries", metadata,
-    sa.Column("partition", sa.Text, primary_key=True),
-    sa.Column("day", LocalDate, primary_key=True),
-    sa.Column("user_id", Id, primary_key=True, autoincrement=False),
-    sa.Column("summary", sa.Text, nullable=False),
-    sa.Column("input_hash", sa.Text, nullable=False),
-    sa.Column("degraded", sa.Boolean, nullable=False),
-    sa.Column("created_at", UtcDateTime, nullable=False),
+    "daily_summaries", metadata, *_keys(partition=sa.Text, day=LocalDate, user_id=Id),
+    *_required(summary=sa.Text, input_hash=sa.Text, degraded=sa.Boolean, created_at=UtcDateTime),
 )
 
 historical_summaries = sa.Table(
-    "historical_summaries", metadata,
-    sa.Column("partition", sa.Text, primary_key=True),
-    sa.Column("user_id", Id, primary_key=True, autoincrement=False),
-    sa.Column("day", LocalDate, primary_key=True),
-    sa.Column("summary", sa.Text, nullable=False),
-    sa.Column("input_hash", sa.Text, nullable=False),
-    sa.Column("source_days", sa.Integer, nullable=False),
-    sa.Column("degraded", sa.Boolean, nullable=False),
-    sa.Column("created_at", UtcDateTime, nullable=False),
-    sa.Column("attempts", sa.Integer, nullable=False, server_default="1"),
-    sa.Column("degraded_reason", sa.Text),
+    "historical_summaries", metadata, *_keys(partition=sa.Text, user_id=Id, day=LocalDate),
+    *_required(summary=sa.Text, input_hash=sa.Text), *_counts("source_days"),
+    *_required(degraded=sa.Boolean, created_at=UtcDateTime), *_counts("attempts", server_default="1"),
+    *_optional(degraded_reason=sa.Text),
 )
 
 user_facts = sa.Table(
-    "user_facts", metadata,
-    sa.Column("scope", sa.Text, primary_key=True),
-    sa.Column("user_id", Id, primary_key=True, autoincrement=False),
-    sa.Column("facts", sa.Text, nullable=False),
-    sa.Column("updated_at", UtcDateTime, nullable=False),
+    "user_facts", metadata, *_keys(scope=sa.Text, user_id=Id),
+    *_required(facts=sa.Text, updated_at=UtcDateTime),
 )
 
 forgotten_facts = sa.Table(
-    "forgotten_facts", metadata,
-    sa.Column("id", Id, primary_key=True),
-    sa.Column("scope", sa.Text, nullable=False),
-    sa.Column("user_id", Id, nullable=False),
-    sa.Column("fact", sa.Text, nullable=False),
-    sa.Column("created_at", UtcDateTime, nullable=False),
+    "forgotten_facts", metadata, sa.Column("id", Id, primary_key=True),
+    *_required(scope=sa.Text, user_id=Id, fact=sa.Text, created_at=UtcDateTime),
 )
 
 memory_context = sa.Table(
-    "memory_context", metadata,
-    sa.Column("scope", sa.Text, primary_key=True),
-    sa.Column("user_id", Id, primary_key=True, autoincrement=False),
-    sa.Column("context", sa.Text, nullable=False),
-    sa.Column("as_of_day", LocalDate, nullable=False),
-    sa.Column("made_at", UtcDateTime, nullable=False),
-    sa.Column("input_hash", sa.Text, nullable=False),
-    sa.Column("inputs", JsonDocument, nullable=False),
-    sa.Column("degraded", sa.Boolean, nullable=False),
-    sa.Column("degraded_reason", sa.Text),
-    sa.Column("attempts", sa.Integer, nullable=False, server_default="1"),
+    "memory_context", metadata, *_keys(scope=sa.Text, user_id=Id),
+    *_required(context=sa.Text, as_of_day=LocalDate, made_at=UtcDateTime, input_hash=sa.Text,
+               inputs=JsonDocument, degraded=sa.Boolean),
+    *_optional(degraded_reason=sa.Text), *_counts("attempts", server_default="1"),
 )
 
 pipeline_runs = sa.Table(
-    "pipeline_runs", metadata,
-    sa.Column("id", Id, primary_key=True),
-    sa.Column("kind", sa.Text, nullable=False),
-    sa.Column("date_from", LocalDate),
-    sa.Column("date_to", LocalDate),
-    sa.Column("guild_id", Id),
-    sa.Column("dry_run", sa.Boolean, nullable=False),
-    sa.Column("started_at", UtcDateTime, nullable=False),
-    sa.Column("finished_at", UtcDateTime),
-    sa.Column("status", sa.Text, nullable=False),
-    sa.Column("error", sa.Text),
-    sa.Column("partition_days", sa.Integer, nullable=False),
-    sa.Column("summarizer_calls", sa.Integer, nullable=False),
-    sa.Column("prompt_tokens", sa.Integer, nullable=False),
-    sa.Column("output_tokens", sa.Integer, nullable=False),
-    sa.Column("cache_hits", sa.Integer, nullable=False),
-    sa.Column("fallbacks", sa.Integer, nullable=False),
-    sa.Column("errors", sa.Integer, nullable=False),
-    sa.Column("dropped_user_ids", sa.Integer, nullable=False),
-    sa.Column("llm_calls", sa.Integer, nullable=False, server_default="0"),
-    sa.Column("retries", sa.Integer, nullable=False, server_default="0"),
+    "pipeline_runs", metadata, sa.Column("id", Id, primary_key=True), *_required(kind=sa.Text),
+    *_optional(date_from=LocalDate, date_to=LocalDate, guild_id=Id),
+    *_required(dry_run=sa.Boolean, started_at=UtcDateTime), *_optional(finished_at=UtcDateTime),
+    *_required(status=sa.Text), *_optional(error=sa.Text),
+    *_counts("partition_days", "summarizer_calls", "prompt_tokens", "output_tokens", "cache_hits", "fallbacks",
+             "errors", "dropped_user_ids"),
+    *_counts("llm_calls", "retries", server_default="0"),
     sa.Column("estimated_cost", sa.Float, nullable=False, server_default="0"),
 )
 
@@ -145,25 +99,14 @@ DERIVED_TABLES = (partition_days, daily_summaries, historical_summaries, memory_
 # `mempipe serve` (sql/migrations/0003_scheduler.*.sql): per-job state and the current leader,
 # read by `mempipe status`. The APScheduler job store itself is in memory.
 scheduler_state = sa.Table(
-    "scheduler_state", metadata,
-    sa.Column("job_id", sa.Text, primary_key=True),
-    sa.Column("last_started_at", UtcDateTime),
-    sa.Column("last_finished_at", UtcDateTime),
-    sa.Column("last_outcome", sa.Text),
-    sa.Column("last_error", sa.Text),
-    sa.Column("last_ok_at", UtcDateTime),
-    sa.Column("last_run_id", Id),
-    sa.Column("last_report", JsonDocument),
-    sa.Column("next_run_at", UtcDateTime),
+    "scheduler_state", metadata, *_keys(job_id=sa.Text),
+    *_optional(last_started_at=UtcDateTime, last_finished_at=UtcDateTime, last_outcome=sa.Text, last_error=sa.Text,
+               last_ok_at=UtcDateTime, last_run_id=Id, last_report=JsonDocument, next_run_at=UtcDateTime),
 )
 
 scheduler_leader = sa.Table(
     "scheduler_leader", metadata,
     sa.Column("id", sa.Integer, sa.CheckConstraint("id = 1"), primary_key=True, autoincrement=False),
-    sa.Column("holder", sa.Text, nullable=False),
-    sa.Column("pid", sa.Integer, nullable=False),
-    sa.Column("host", sa.Text, nullable=False),
-    sa.Column("since", UtcDateTime, nullable=False),
-    sa.Column("heartbeat_at", UtcDateTime, nullable=False),
-    sa.Column("released_at", UtcDateTime),
+    *_required(holder=sa.Text, pid=sa.Integer, host=sa.Text, since=UtcDateTime, heartbeat_at=UtcDateTime),
+    *_optional(released_at=UtcDateTime),
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 from zoneinfo import ZoneInfo
 
 from ..clock import Clock, system_clock
@@ -16,27 +16,14 @@ from ..summarize import Summarizer
 from ..summarize.base import Outcome
 
 
-@dataclass
-class RunStats:
-    partition_days: int = 0
-    summarizer_calls: int = 0
-    prompt_tokens: int = 0
-    output_tokens: int = 0
-    cache_hits: int = 0
-    fallbacks: int = 0
-    errors: int = 0
-    dropped_user_ids: int = 0
-    llm_calls: int = 0
-    retries: int = 0
-    estimated_cost: float = 0.0
-    # not persisted as columns; reported by the CLI
-    daily_computed: int = 0
-    daily_folded: int = 0  # of which incremental (only new messages read)
-    historical_computed: int = 0
-    contexts_written: int = 0
-    planned_llm_calls: int = 0
-    planned_prompt_tokens: int = 0
+# Counts persisted as pipeline_runs columns, then counts only the CLI reports.
+PERSISTED_COUNTS = ("partition_days", "summarizer_calls", "prompt_tokens", "output_tokens", "cache_hits",
+                    "fallbacks", "errors", "dropped_user_ids", "llm_calls", "retries", "estimated_cost")
+REPORTED_COUNTS = ("daily_computed", "daily_folded",  # daily_folded: of which only new messages were read
+                   "historical_computed", "contexts_written", "planned_llm_calls", "planned_prompt_tokens")
 
+
+class _Counting:
     def record(self, outcome: Outcome) -> None:
         self.summarizer_calls += outcome.usage.calls
         self.prompt_tokens += outcome.usage.prompt_tokens
@@ -48,9 +35,12 @@ class RunStats:
         self.dropped_user_ids += outcome.dropped_user_ids
 
     def columns(self) -> dict[str, int]:
-        keep = ("partition_days", "summarizer_calls", "prompt_tokens", "output_tokens", "cache_hits",
-                "fallbacks", "errors", "dropped_user_ids", "llm_calls", "retries", "estimated_cost")
-        return {k: v for k, v in asdict(self).items() if k in keep}
+        return {k: getattr(self, k) for k in PERSISTED_COUNTS}
+
+
+# A dataclass of zeroed counters, each named once (above).
+RunStats = make_dataclass("RunStats", [(n, float, field(default=0.0)) if n == "estimated_cost" else (n, int, field(default=0))
+                                       for n in PERSISTED_COUNTS + REPORTED_COUNTS], bases=(_Counting,))
 
 
 @dataclass

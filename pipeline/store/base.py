@@ -97,22 +97,20 @@ class StoreBase:
         return StoreError(f"database error while {op}: {_cause(exc)} (database: {self.safe_url})")
 
     @contextlib.contextmanager
-    def reading(self, op: str) -> Iterator[Connection]:
-        """A connection for reads; any driver error becomes a StoreError naming `op`."""
+    def _guarded(self, op: str, open_connection) -> Iterator[Connection]:
         try:
-            with self.engine.connect() as conn:
+            with open_connection() as conn:
                 yield conn
         except sa.exc.SQLAlchemyError as exc:
             raise self.error(op, exc) from exc
 
-    @contextlib.contextmanager
-    def writing(self, op: str) -> Iterator[Connection]:
+    def reading(self, op: str):
+        """A connection for reads; any driver error becomes a StoreError naming `op`."""
+        return self._guarded(op, self.engine.connect)
+
+    def writing(self, op: str):
         """One transaction: committed when the block ends, rolled back on any error."""
-        try:
-            with self.engine.begin() as conn:
-                yield conn
-        except sa.exc.SQLAlchemyError as exc:
-            raise self.error(op, exc) from exc
+        return self._guarded(op, self.engine.begin)
 
     def transaction(self):
         """A transaction for callers that write through several role methods (an import)."""

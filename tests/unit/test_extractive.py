@@ -351,8 +351,9 @@ class StubStore:
         by_id = {m["message_id"]: m["user_id"] for m in self.messages}
         return {mid: by_id[mid] for mid in message_ids if mid in by_id}
 
-    def member_names(self, guild_key, user_ids):
-        return {u: self.names[u] for u in user_ids if u in self.names}
+    def member_names(self, user_ids=None, guild_keys=None):
+        # every name is known in guild 1, the partition's guild
+        return {(1, u): self.names[u] for u in user_ids if u in self.names and 1 in (guild_keys or [1])}
 
 
 class StubContext:
