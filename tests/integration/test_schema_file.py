@@ -86,6 +86,7 @@ def _migrated(engine) -> dict:
 
 
 def test_schema_file_builds_what_the_migrations_build(db_kind, db_url):
+    # db_url: on PostgreSQL the throwaway database the scratch schemas go in; unused on SQLite.
     path = schema_file(db_kind)
     assert path.is_file(), ADVICE.format(db_kind)
     with scratch_engine(db_kind, db_url) as migrated, scratch_engine(db_kind, db_url) as from_file:
