@@ -135,7 +135,10 @@ def pg_row_versions(store: Store) -> str:
 
 
 def texts(store: Store) -> dict[int, tuple[str, str | None]]:
-    return {r[0]: (r[6], r[9]) for r in normalized(store, ingested_at=False)}
+    """message_id -> (text, edited_ts as UTC ISO)."""
+    q = sa.select(chat_history.c.message_id, chat_history.c.text, chat_history.c.edited_ts)
+    with store.engine.connect() as conn:
+        return {r.message_id: (r.text, _utc(r.edited_ts)) for r in conn.execute(q)}
 
 
 class StatementLog:
