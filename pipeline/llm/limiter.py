@@ -6,15 +6,18 @@ window after its answer arrived: the count the server sees can never exceed the 
 the network does. With real latencies (seconds) against a 60 s window the cost is a few percent
 of the quota.
 
-Time and sleeping are injected so tests can drive it without waiting."""
+Time and sleeping are injected so tests can drive it without waiting: a monotonic timer and a
+sleep for the window, and a Clock (pipeline/clock.py) for the UTC day the daily count belongs to."""
 
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import math
 import time
 from typing import Awaitable, Callable
 
+from ..clock import Clock, system_clock
 from .errors import QuotaExhausted
 
 WINDOW_S = 60.0
@@ -35,16 +38,19 @@ class RateLimiter:
     def __init__(self, rpm: int | None, tpm: int | None, rpd: int | None = None, *,
                  window_s: float = WINDOW_S,
                  monotonic: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep):
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+                 clock: Clock = system_clock):
         self.rpm, self.tpm, self.rpd = rpm, tpm, rpd
         self.window = window_s
-        self._now, self._sleep = monotonic, sleep
+        self._now, self._sleep, self._clock = monotonic, sleep, clock
         self._slots: list[Slot] = []
-        self._today = 0
-        self._day = time.gmtime().tm_yday
+        self._today = 0  # requests sent on self._day
+        self._day = self._utc_day()
         self._blocked_until = 0.0
         self._lock = asyncio.Lock()
-        self.waited_s = 0.0
+
+    def _utc_day(self) -> dt.date:
+        return self._clock().astimezone(dt.timezone.utc).date()
 
     def _prune(self, now: float) -> None:
         self._slots = [s for s in self._slots if s.until > now]
@@ -69,8 +75,9 @@ class RateLimiter:
         """Wait until one request of `tokens` prompt tokens fits; count it. Release the slot when
         the answer arrives (or the request failed)."""
         async with self._lock:  # one waiter at a time keeps the order fair and the count exact
-            if time.gmtime().tm_yday != self._day:
-                self._day, self._today = time.gmtime().tm_yday, 0
+            day = self._utc_day()
+            if day != self._day:
+                self._day, self._today = day, 0
             if self.rpd is not None and self._today >= self.rpd:
                 raise QuotaExhausted(f"daily request quota of {self.rpd} is spent")
             while True:
@@ -79,9 +86,7 @@ class RateLimiter:
                 wait = self._wait_needed(now, tokens)
                 if wait <= 0:
                     break
-                wait = min(wait, _POLL_S) if math.isinf(wait) else wait
-                self.waited_s += wait
-                await self._sleep(wait)
+                await self._sleep(min(wait, _POLL_S) if math.isinf(wait) else wait)
             slot = Slot(tokens)
             self._slots.append(slot)
             self._today += 1

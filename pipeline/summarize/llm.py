@@ -18,6 +18,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
+from ..clock import Clock, system_clock
 from ..hashing import input_hash
 from ..llm.client import LLMClient, estimate_tokens
 from ..llm.errors import BadOutput, LLMError, RateLimited
@@ -49,13 +50,15 @@ def strip_fences(text: str) -> str:
 class LLMSummarizer:
     kind = "gemini"
 
-    def __init__(self, settings, client: LLMClient, *, sleep=asyncio.sleep, monotonic=None):
+    def __init__(self, settings, client: LLMClient, *, sleep=asyncio.sleep, monotonic=None,
+                 clock: Clock = system_clock):
         self.cfg = settings.gemini
         self.lengths = settings.summary
         self.client = client
         self.fallback = ExtractiveSummarizer(settings.summary)
         self._sleep = sleep
         self._monotonic = monotonic
+        self._clock = clock  # the limiters' daily request count follows its UTC day
         self._limiters: dict[str, RateLimiter] = {}
         self._semaphore: asyncio.Semaphore | None = None
         self.retry_budget = self.cfg.run_retry_budget
@@ -75,7 +78,7 @@ class LLMSummarizer:
     def _limiter(self, model: str) -> RateLimiter:
         if model not in self._limiters:
             lim = self.cfg.limits.get(model)
-            kwargs = {"sleep": self._sleep, "window_s": self.cfg.rate_window_s}
+            kwargs = {"sleep": self._sleep, "window_s": self.cfg.rate_window_s, "clock": self._clock}
             if self._monotonic is not None:
                 kwargs["monotonic"] = self._monotonic
             self._limiters[model] = RateLimiter(lim.rpm if lim else None, lim.tpm if lim else None,

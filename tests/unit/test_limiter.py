@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 
 import pytest
 
@@ -94,6 +95,25 @@ def test_daily_quota_is_spent_then_refused():
 
     with pytest.raises(QuotaExhausted, match="daily request quota of 3"):
         asyncio.run(go())
+
+
+def test_daily_quota_starts_again_on_the_next_utc_day():
+    clock = VirtualClock()
+    wall = [dt.datetime(2026, 11, 6, 0, 30, tzinfo=dt.timezone(dt.timedelta(hours=2)))]  # 5 Nov 22:30 UTC
+    limiter = RateLimiter(None, None, 2, monotonic=clock.monotonic, sleep=clock.sleep, clock=lambda: wall[0])
+
+    async def spend(n):
+        for _ in range(n):
+            limiter.release(await limiter.acquire(1))
+
+    asyncio.run(spend(2))
+    wall[0] = dt.datetime(2026, 11, 5, 23, 59, tzinfo=dt.timezone.utc)  # the same UTC day
+    with pytest.raises(QuotaExhausted):
+        asyncio.run(spend(1))
+    wall[0] = dt.datetime(2026, 11, 6, 0, 1, tzinfo=dt.timezone.utc)
+    asyncio.run(spend(2))  # a new day: the full quota again
+    with pytest.raises(QuotaExhausted):
+        asyncio.run(spend(1))
 
 
 def test_a_request_in_flight_holds_its_slot_until_its_answer_plus_a_window():
