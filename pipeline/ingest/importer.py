@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from sqlalchemy.engine import Connection
 
 from ..calendar import partition_for
+from ..clock import Clock, system_clock
 from ..config import Settings
 from ..errors import InputError
 from ..store import Store
@@ -25,7 +26,6 @@ from .discord import read_discord
 from .jsonl import read_jsonl
 from .model import MessageIn, describe, parse_id
 
-UTC = dt.timezone.utc
 BATCH_SIZE = 5000
 CUT_MARK = "…"
 DM_GUILD_KEY = 0  # members.guild_key for DMs
@@ -55,13 +55,14 @@ def ingest_messages(
     *,
     source: str = "python",
     progress: Progress | None = None,
+    clock: Clock = system_clock,
 ) -> IngestReport:
     """Write messages given as MessageIn or dicts (validated into MessageIn), all in one
     transaction. A bad row raises InputError(source, "message <id>" or "row <n>", what).
-    progress: as for import_files."""
+    progress, clock: as for import_files."""
     report = IngestReport()
     with store.transaction() as conn:
-        writer = _Writer(store, conn, settings, report, progress)
+        writer = _Writer(store, conn, settings, report, progress, clock())
         for n, raw in enumerate(rows, 1):
             report.read += 1
             where = _python_where(raw, n)
@@ -80,6 +81,7 @@ def import_files(
     visibility: Literal["public", "restricted"] | None = None,
     include_bots: bool = False,
     progress: Progress | None = None,
+    clock: Clock = system_clock,
 ) -> IngestReport:
     """Parse and write every file in one transaction: any error writes nothing.
 
@@ -87,7 +89,8 @@ def import_files(
     otherwise by content). visibility and include_bots apply to Discord exports only (JSONL rows
     carry their own visibility): visibility "restricted" marks guild channels restricted; DMs
     stay dm. progress(n) is called after each batch with the number of messages read since the
-    previous call (a step, as click's ProgressBar.update takes it)."""
+    previous call (a step, as click's ProgressBar.update takes it). clock() is read once: every
+    message of the import gets the same ingested_at."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     if fmt not in (None, "jsonl", "discord"):
@@ -98,7 +101,7 @@ def import_files(
 
     report = IngestReport()
     with store.transaction() as conn:
-        writer = _Writer(store, conn, settings, report, progress)
+        writer = _Writer(store, conn, settings, report, progress, clock())
         for source, kind in plan:
             rows: Iterator[tuple[str, Any]]
             if kind == "jsonl":
@@ -172,10 +175,10 @@ class _Writer:
     after the other, so one multi-row statement never touches the same row twice."""
 
     def __init__(self, store: Store, conn: Connection, settings: Settings, report: IngestReport,
-                 progress: Progress | None):
+                 progress: Progress | None, now: dt.datetime):
         self.store, self.conn, self.report, self.progress = store, conn, report, progress
         self.max_chars = settings.max_message_chars
-        self.now = dt.datetime.now(UTC)
+        self.now = now  # ingested_at of every message in this import
         self.pending = 0
         self.messages: dict[int, dict[str, Any]] = {}
         self.members: dict[tuple[int, int], dict[str, Any]] = {}

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from pipeline.clock import fixed_clock
 from pipeline.config import load_settings
 from pipeline.errors import InputError
 from pipeline.ingest import IngestReport, detect_format, import_files, ingest_messages
@@ -191,6 +192,16 @@ def test_batches_and_progress(tmp_path, settings, monkeypatch):
     import_files(store, [path], settings, progress=seen.append)
     assert seen == [2, 2, 1]  # steps: messages read since the last call
     assert len(store.messages) == 5 and len(store.channels) == 3  # one channel row per batch
+
+
+def test_ingested_at_is_the_injected_clocks_now_for_every_message(tmp_path, settings, monkeypatch):
+    monkeypatch.setattr("pipeline.ingest.importer.BATCH_SIZE", 2)  # the same instant across batches
+    at = dt.datetime(2026, 11, 5, 9, 30, tzinfo=dt.timezone(dt.timedelta(hours=1)))
+    path = write_jsonl(tmp_path / "in.jsonl", [row(message_id=i) for i in range(1, 4)])
+    store = RecordingStore()
+    import_files(store, [path], settings, clock=fixed_clock(at))
+    ingest_messages(store, [row(message_id=9)], settings, clock=fixed_clock(at + dt.timedelta(days=1)))
+    assert [m["ingested_at"] for m in store.messages] == [at] * 3 + [at + dt.timedelta(days=1)]
 
 
 def test_ingest_messages_names_the_message(settings):
