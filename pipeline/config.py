@@ -59,7 +59,7 @@ class SummaryLengths(BaseModel):
     daily_chars: int = Field(300, ge=40)
     historical_chars: int = Field(500, ge=40)
     context_chars: int = Field(1200, ge=80)
-    facts_chars: int = Field(800, ge=80)
+    facts_chars: int = Field(800, ge=80, description="a user's facts per scope; remember drops the oldest beyond it")
 
 
 class ModelLimits(BaseModel):

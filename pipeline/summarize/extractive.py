@@ -11,7 +11,7 @@ from collections import defaultdict
 from ..hashing import input_hash
 from .base import Outcome, PartitionDay, Usage
 from .prompts import template_hash
-from .text import clean, mentions_fact, pick, salience, sentences, shorten
+from .text import clean, mentions_fact, newest_within, pick, salience, sentences, shorten
 
 ALGORITHM_VERSION = "extractive-1"
 SEP = " · "
@@ -111,13 +111,15 @@ class ExtractiveSummarizer:
         return Outcome(text, self._usage())
 
     async def remember(self, blob: str, fact: str) -> Outcome[str]:
+        """Append the fact (a restated one moves to the end, as written first); when the list
+        outgrows facts_chars, its oldest facts go."""
         fact = clean(fact)
         if fact and fact[-1] not in ".!?":
             fact += "."
         lines = [ln for ln in blob.splitlines() if ln.strip()]
-        if not any(clean(ln).lower() == fact.lower() for ln in lines):
-            lines.append(fact)
-        return Outcome("\n".join(lines), self._usage())
+        same = [ln for ln in lines if clean(ln).lower() == fact.lower()]
+        lines = [ln for ln in lines if ln not in same] + (same[:1] or [fact])
+        return Outcome(newest_within(lines, self.lengths.facts_chars), self._usage())
 
     async def forget(self, blob: str, fact: str, subject: str = "") -> Outcome[tuple[str, bool]]:
         lines = [ln for ln in blob.splitlines() if ln.strip()]

@@ -28,7 +28,7 @@ from .base import ChatLine, Outcome, PartitionDay, Usage
 from .extractive import ExtractiveSummarizer
 from .prompts import PROMPTS_DIR, render, template_hash
 from .schemas import DailyOut, ForgetOut, HistoricalOut, MergeOut, RememberOut
-from .text import shorten
+from .text import newest_within, shorten
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
@@ -364,10 +364,12 @@ class LLMSummarizer:
         return Outcome(answer if reason else answer.context.strip(), usage, reason)
 
     async def remember(self, blob: str, fact: str) -> Outcome[str]:
-        prompt = render("remember", blob=blob, fact=fact)
+        budget = self.lengths.facts_chars
+        prompt = render("remember", blob=blob, fact=fact, target_chars=budget)
         answer, usage, reason = await self._small("remember", prompt, RememberOut,
                                                   lambda: self.fallback.remember(blob, fact))
-        return Outcome(answer if reason else answer.facts.strip(), usage, reason)
+        # asked to stay within the budget; held to it whatever it answers (new facts come last)
+        return Outcome(answer if reason else newest_within(answer.facts.splitlines(), budget), usage, reason)
 
     async def forget(self, blob: str, fact: str, subject: str = "") -> Outcome[tuple[str, bool]]:
         prompt = render("forget", blob=blob, fact=fact)

@@ -71,6 +71,19 @@ def shorten(sentence: str, limit: int) -> str:
     return (cut or sentence[: limit - 1]) + "…"
 
 
+def newest_within(lines: list[str], budget: int) -> str:
+    """The newest (last) non-blank lines whose joined text fits `budget`: the oldest go first.
+    The newest line is kept even alone, shortened to the budget."""
+    kept: list[str] = []
+    used = -1  # no newline before the first line
+    for line in reversed([ln.strip() for ln in lines if ln.strip()]):
+        if kept and used + 1 + len(line) > budget:
+            break
+        kept.append(line if kept else shorten(line, budget))
+        used += 1 + len(kept[-1])
+    return "\n".join(reversed(kept))
+
+
 def pick(candidates: list[str], budget: int, *, sep_len: int = 3, min_score: float = 0.0) -> list[int]:
     """Indices of the most salient candidates whose total length fits the budget, in input order."""
     ranked = sorted(range(len(candidates)), key=lambda i: (-salience(candidates[i]), i))

@@ -335,6 +335,25 @@ def test_facts_through_gemini(db_url, settings, server, monkeypatch, tmp_path):
     assert out.exit_code == 0 and out.output.startswith("forgotten")
 
 
+def test_remember_asks_for_facts_chars_and_holds_the_answer_to_it(settings, server):
+    s = gemini_settings(settings, server)
+    s.summary = s.summary.model_copy(update={"facts_chars": 80})
+    summarizer = llm(s)
+    old = "Ana likes tea.\nAna plays chess.\nAna is in CET.\nAna studies statistics."
+
+    async def go():
+        try:
+            return await summarizer.remember(old, "Ana keeps bees on her balcony.")
+        finally:
+            await summarizer.aclose()
+
+    out = asyncio.run(go())
+    assert "within 80 characters" in server.calls()[0].prompt_text
+    # the fake answers with every fact (over the budget): the oldest are left out
+    assert out.value == "Ana is in CET.\nAna studies statistics.\nAna keeps bees on her balcony."
+    assert out.degraded_reason is None and out.usage.llm_calls == 1
+
+
 def test_text_that_already_fits_is_not_sent_to_the_model(settings):
     pd = PartitionDay("guild:1", dt.date(2026, 11, 4),
                       (ChatLine(1, 7, "Ana", "I am building a castle.", dt.datetime(2026, 11, 4, tzinfo=UTC)),),

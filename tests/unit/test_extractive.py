@@ -1,5 +1,5 @@
 """The extractive summarizer: deterministic, per-user, within its length targets. No database;
-build_partition_day is exercised through a stub store."""
+build_partition_day is exercised through a stub store. remember / forget: test_extractive_facts.py."""
 
 from __future__ import annotations
 
@@ -274,46 +274,6 @@ def test_merge_cuts_later_parts_first(settings):
     text = run(ExtractiveSummarizer(lengths).merge("Ana", FACTS, DAY1 * 5, HIST)).value
     assert text.split("\n")[0] == "Facts: Ana lives in Lisbon. Ana is allergic to peanuts."
     assert "Past week" not in text  # no room left after today's cut
-
-
-# ---------------------------------------------------------------- remember / forget
-
-def test_remember_adds_a_sentence_once(summarizer):
-    blob = run(summarizer.remember("", "Ana is in CET")).value
-    assert blob == "Ana is in CET."
-    again = run(summarizer.remember(blob, "ana IS in cet")).value
-    assert again == blob
-    again = run(summarizer.remember(again, "  Ana   is in CET. ")).value
-    assert again == blob
-
-
-def test_remember_appends_after_existing_facts(summarizer):
-    blob = run(summarizer.remember("Ana likes tea.\n\n", "Ana plays chess!")).value
-    assert blob == "Ana likes tea.\nAna plays chess!"
-
-
-def test_forget_removes_matching_lines_and_reports_found(summarizer):
-    blob = "Ana likes tea.\nAna is in CET.\nAna plays in a band."
-    kept, found = run(summarizer.forget(blob, "Ana is in CET", "Ana")).value
-    assert (kept, found) == ("Ana likes tea.\nAna plays in a band.", True)
-
-
-def test_forget_reports_not_found_and_keeps_blob(summarizer):
-    blob = "Ana likes tea.\nAna plays in a band."
-    kept, found = run(summarizer.forget(blob, "ban", "Ana")).value  # "ban" is not "band"
-    assert (kept, found) == (blob, False)
-
-
-def test_forget_removes_every_line_stating_the_fact(summarizer):
-    blob = "Ana is in CET.\nAna likes tea.\nana is in cet since 2020."
-    kept, found = run(summarizer.forget(blob, "Ana is in CET", "Ana")).value
-    assert (kept, found) == ("Ana likes tea.", True)
-
-
-def test_remember_then_forget_round_trip(summarizer):
-    blob = run(summarizer.remember("Ana likes tea.", "Ana is vegetarian")).value
-    kept, found = run(summarizer.forget(blob, "Ana is vegetarian", "Ana")).value
-    assert (kept, found) == ("Ana likes tea.", True)
 
 
 # ---------------------------------------------------------------- fingerprint

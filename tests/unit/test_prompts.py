@@ -27,7 +27,7 @@ VALUES = {
     "daily": lambda: daily_values([ChatLine(10, 1, "Ana", "hello", TS)]),
     "historical": lambda: dict(name="Ana", target_chars=500, dailies=[(DAY, "Ana: “hello”")]),
     "merge": lambda: dict(name="Ana", target_chars=1200, facts="Ana is in CET.", day1="d1", historical="h"),
-    "remember": lambda: dict(blob="Ana is in CET.", fact="Ana likes tea"),
+    "remember": lambda: dict(blob="Ana is in CET.", fact="Ana likes tea", target_chars=800),
     "forget": lambda: dict(blob="Ana is in CET.", fact="Ana is in CET"),
 }
 
