@@ -2,7 +2,7 @@
 which local day, and from that the fewest summarizer calls a run can make, and what an
 on-demand design would make.
 
-The minimum, for a run as of day 1 = D over days `window` (DESIGN.md's stages):
+The minimum, for a run as of day 1 = D over days `window` (the stages in ARCHITECTURE.md):
 - daily: one call per partition-day with at least one message in the window;
 - historical: one call per (partition, user) with at least one daily summary in days 2-7
   (D-6 .. D-1);

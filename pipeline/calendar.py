@@ -15,7 +15,7 @@ HISTORY_DAYS = 6  # days 2-7 before day 1
 
 
 def partition_for(visibility: str, guild_id: int | None, channel_id: int) -> str:
-    """The audience a message belongs to (DESIGN.md, "partition")."""
+    """The audience a message belongs to (ARCHITECTURE.md, "partition")."""
     if visibility == "public":
         if guild_id is None:
             raise ValueError("a public message needs a guild id")

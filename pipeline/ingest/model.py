@@ -76,7 +76,7 @@ Timestamp = Annotated[dt.datetime, BeforeValidator(_ts)]
 
 
 class MessageIn(BaseModel):
-    """One message, validated. `visibility` decides the partition (see DESIGN.md)."""
+    """One message, validated. `visibility` decides the partition (ARCHITECTURE.md, "partition")."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
 

@@ -6,7 +6,8 @@
   instructions go in the user turn and the JSON is asked for in the prompt (the summarizer
   strips fences, validates and re-asks once).
 - The client's own retries stay off (no `retry_options`): retries, backoff and fallback are
-  ours (pipeline/llm/retry.py), so that a 429 storm is bounded by one budget, not two.
+  ours (`LLMSummarizer.ask` in pipeline/summarize/llm.py), so that a 429 storm is bounded by one
+  budget, not two.
 """
 
 from __future__ import annotations

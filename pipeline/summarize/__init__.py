@@ -1,4 +1,5 @@
-"""The summarizer seam (DESIGN.md): one interface, an extractive and (later) an LLM implementation."""
+"""The summarizer seam (ARCHITECTURE.md, "The summarizer seam"): one interface, an extractive and
+an LLM implementation."""
 
 from .base import ChatLine, Outcome, PartitionDay, Summarizer, Usage
 from .extractive import ExtractiveSummarizer

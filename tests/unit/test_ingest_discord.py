@@ -1,5 +1,6 @@
-"""DiscordChatExporter JSON -> MessageIn, on the real-shaped fixtures (copied from
-../shared/fixtures/discord so the tests run without that directory)."""
+"""DiscordChatExporter JSON -> MessageIn, on the real-shaped fixtures in tests/fixtures/discord
+(copied from the team's shared fixtures; the tests need only these copies). Where the shared
+fixtures sit beside the checkout, a check keeps the copies identical to them."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pipeline.ingest.discord import read_discord
 
 UTC = dt.timezone.utc
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "discord"
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "discord"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "discord"  # optional, see above
 GUILD = FIXTURES / "guild-text-channel.json"
 DMS = FIXTURES / "direct-messages.json"
 
@@ -35,7 +36,7 @@ def parsed(path, **kwargs) -> tuple[dict[str, MessageIn], list[str]]:
 @pytest.mark.parametrize("name", ["guild-text-channel.json", "direct-messages.json"])
 def test_fixture_copies_match_shared(name):
     if not SHARED.is_dir():
-        pytest.skip("../shared/fixtures/discord is not present")
+        pytest.skip("the team's shared fixtures are not beside this checkout")
     assert (FIXTURES / name).read_bytes() == (SHARED / name).read_bytes()
 
 
