@@ -1,0 +1,400 @@
+"""Test doubles shipped with the package, for our tests and for code built on mempipe.
+
+- RecordingSummarizer: wraps a summarizer and records every operation it is asked for.
+- InMemoryStageStore: StageStorage (plus what the importer needs) in dicts, with the SQL store's
+  semantics, recording every call so a unit test can assert which reads and writes a stage made
+  (`store.called("write_batch")`). tests/unit/test_testing_store.py checks it against SQLite.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import datetime as dt
+import functools
+import inspect
+import itertools
+import json
+import types
+from collections import defaultdict
+from typing import Any, Callable, Iterable, Iterator
+
+import sqlalchemy as sa
+
+from .db.tables import metadata
+from .db.types import UtcDateTime
+from .errors import StoreError
+from .store.base import _hashable, chunks  # the real store's: same IN chunks, same dump rendering
+from .store.derived import DerivedStore
+from .store.facts import _SCRUBBED
+from .store.locks import Lock, NullLock
+from .store.runs import _ZERO_COUNTS
+
+UTC = dt.timezone.utc
+
+
+# ---------------------------------------------------------------------------------- summarizer
+
+def _recording(operation: str, describe: Callable[..., tuple]):
+    """A summarizer method that records (operation, *describe(arguments)), then asks the inner."""
+    async def method(self, *args, **kwargs):
+        self.calls.append((operation, *describe(*args, **kwargs)))
+        return await getattr(self.inner, operation)(*args, **kwargs)
+    method.__name__ = operation
+    return method
+
+
+class RecordingSummarizer:
+    """The wrapped summarizer, recording each operation as ("daily", partition, day), ("fold", partition,
+    day), ("historical", name), ("merge", name), ("remember", fact) or ("forget", fact). Forwards `kind`,
+    `cheap` (it decides how a run writes and shares work: RunContext; `cheap=` overrides it for a test of
+    the other path) and, via __getattr__, whatever else the inner has (aclose, estimate_daily)."""
+
+    def __init__(self, inner, *, cheap: bool | None = None):
+        self.inner = inner
+        self.kind = inner.kind
+        self.cheap = bool(getattr(inner, "cheap", False)) if cheap is None else cheap
+        self.calls: list[tuple] = []
+
+    def __getattr__(self, name: str):  # fingerprint, aclose, estimate_*: whatever the inner has
+        if name == "inner":  # not set yet (copy, unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    daily = _recording("daily", lambda pd: (pd.partition, pd.day))
+    fold = _recording("fold", lambda new, previous: (new.partition, new.day))
+    historical = _recording("historical", lambda name, dailies: (name,))
+    merge = _recording("merge", lambda name, facts, day1, historical: (name,))
+    remember = _recording("remember", lambda blob, fact: (fact,))
+    forget = _recording("forget", lambda blob, fact, subject="": (fact,))
+
+
+# ---------------------------------------------------------------------------------- store
+
+_TABLES = {t.name: t for t in metadata.sorted_tables}
+_KEYS = {name: tuple(c.name for c in t.primary_key.columns) for name, t in _TABLES.items()}
+_STATE = ("scope", "user_id", "input_hash", "as_of_day", "degraded", "degraded_reason", "attempts")
+# Arguments that are id or day collections: materialised (a generator is read once) and recorded
+# sorted and de-duplicated, as the SQL store binds them.
+_ID_ARGS = frozenset({"message_ids", "user_ids", "guild_keys", "channel_ids", "days"})
+_BATCH_ARGS = frozenset({"dailies", "historicals", "contexts", "touches", "rows"})
+
+
+def _recorded(method: Callable) -> Callable:
+    sig = inspect.signature(method)
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        bound = sig.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        arguments = {}
+        for name, value in list(bound.arguments.items())[1:]:
+            if name in _ID_ARGS and value is not None:
+                value = bound.arguments[name] = tuple(sorted(set(value)))
+            elif name in _BATCH_ARGS:
+                value = bound.arguments[name] = list(value)
+            if name != "conn":  # the importer's dummy connection says nothing
+                arguments[name] = value
+        self.calls.append((method.__name__, arguments))
+        return method(*bound.args, **bound.kwargs)
+    return wrapper
+
+
+def _bind(table: str, column: str, value: Any) -> Any:
+    """A value as the database would store and return it; a bad one fails as a StoreError
+    (where the SQL store's bind processors fail as a driver error)."""
+    if value is None:
+        return None
+    col = _TABLES[table].c[column]
+    if isinstance(col.type, UtcDateTime):
+        if not isinstance(value, dt.datetime) or value.tzinfo is None:
+            raise StoreError(f"timestamps must be timezone-aware datetimes, got {column}={value!r}")
+        return value.astimezone(UTC)
+    if isinstance(col.type, sa.Boolean):
+        return bool(value)
+    if isinstance(col.type, sa.JSON):
+        return json.loads(json.dumps(value))  # stored as JSON: tuples come back as lists
+    return value
+
+
+def _known(table: str, values: dict) -> None:
+    if unknown := set(values) - set(_TABLES[table].c.keys()):
+        raise StoreError(f"{table} has no column {', '.join(sorted(unknown))}")
+
+
+def _out(row: dict, columns: Iterable[str] | None = None) -> dict:
+    """A copy for a caller (stored rows are replaced, never changed in place; JSON is deep)."""
+    return {k: copy.deepcopy(row[k]) if isinstance(row[k], (dict, list)) else row[k] for k in (columns or row)}
+
+
+_CONNECTION = types.SimpleNamespace(dialect=types.SimpleNamespace(name="memory"))  # the importer only hands it back
+
+
+class InMemoryStageStore:
+    """StageStorage and IngestStorage in memory. `calls` holds (method, {argument: value}) for every
+    storage call, in order; `called(name)` the arguments of one method's calls."""
+
+    dialect = "memory"
+    safe_url = "memory://"
+
+    def __init__(self) -> None:
+        self.tables: dict[str, dict[tuple, dict]] = {name: {} for name in _TABLES}
+        self.calls: list[tuple[str, dict]] = []
+        self._ids = {"forgotten_facts": itertools.count(1), "pipeline_runs": itertools.count(1)}
+
+    def called(self, name: str) -> list[dict]:
+        return [args for method, args in self.calls if method == name]
+
+    def _row(self, table: str, values: dict) -> dict:
+        """A new row: every column in table order, server defaults, NOT NULL enforced."""
+        _known(table, values)
+        row = {}
+        for col in _TABLES[table].columns:
+            default = None if col.server_default is None else col.type.python_type(col.server_default.arg)
+            row[col.name] = _bind(table, col.name, values[col.name]) if col.name in values else default
+            if row[col.name] is None and not col.nullable:
+                raise StoreError(f"NOT NULL constraint failed: {table}.{col.name}")
+        return row
+
+    def _key(self, table: str, row: dict) -> tuple:
+        return tuple(_bind(table, k, row[k]) for k in _KEYS[table])
+
+    def _insert(self, table: str, values: dict) -> None:
+        row = self._row(table, values)
+        if (key := self._key(table, row)) in self.tables[table]:
+            raise StoreError(f"UNIQUE constraint failed: {table} {key}")
+        self.tables[table][key] = row
+
+    def _update(self, table: str, key: tuple, values: dict) -> None:
+        _known(table, values)
+        self.tables[table][key] = {**self.tables[table][key], **{k: _bind(table, k, v) for k, v in values.items()}}
+
+    def _merge(self, table: str, rows: Iterable[dict], changes: Callable[[dict, dict], dict | None]) -> None:
+        """INSERT … ON CONFLICT (key) DO UPDATE SET changes(stored row, new row), one transaction."""
+        with self._writing():
+            for values in rows:
+                key = self._key(table, values)
+                if (old := self.tables[table].get(key)) is None:
+                    self._insert(table, values)
+                elif update := changes(old, self._row(table, values)):
+                    self._update(table, key, update)
+
+    def _upsert(self, table: str, rows: list[dict]) -> None:
+        """Every non-key column of the first row is replaced (as DerivedStore._upsert)."""
+        changed = [k for k in rows[0] if k not in _KEYS[table]]
+        self._merge(table, rows, lambda _old, new: {k: new[k] for k in changed})
+
+    def _select(self, table: str, **filters) -> list[dict]:
+        """Rows in key order. Filters: None is none, a tuple (ids, as _recorded makes them) IN, else =."""
+        def keep(r: dict) -> bool:
+            return all(v is None or (r[k] in v if isinstance(v, tuple) else r[k] == v) for k, v in filters.items())
+        return [r for _k, r in sorted(self.tables[table].items()) if keep(r)]
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """All or nothing, like one transaction: on any error every table is restored."""
+        saved = {name: dict(rows) for name, rows in self.tables.items()}
+        try:
+            yield
+        except BaseException:
+            self.tables = saved
+            raise
+
+    @_recorded
+    @contextlib.contextmanager
+    def transaction(self):
+        with self._writing():
+            yield _CONNECTION
+
+    @_recorded
+    def lock(self, name: str, *, file_suffix=None, dedicated: bool = False, check_s: float = 10.0) -> Lock:
+        return NullLock()  # one process, one event loop: nobody to compete with
+
+    def close(self) -> None:  # nothing to release
+        pass
+
+    def dump(self, table_name: str) -> list[tuple]:  # every row in key order, as StoreBase.dump
+        return [tuple(_hashable(v) for v in r.values()) for r in self._select(table_name)]
+
+    # ------------------------------------------------------------------ ingest (IngestStorage)
+
+    @_recorded
+    def write_messages(self, conn, rows) -> None:
+        def newer_edit(old, new):
+            if new["edited_ts"] is not None and (old["edited_ts"] is None or new["edited_ts"] > old["edited_ts"]):
+                return {"text": new["text"], "edited_ts": new["edited_ts"]}
+        self._merge("chat_history", rows, newer_edit)
+
+    @_recorded
+    def write_members(self, conn, rows) -> None:
+        self._merge("members", rows, lambda old, new: {"display_name": new["display_name"], "seen_at": new["seen_at"]}
+                    if new["seen_at"] >= old["seen_at"] else None)
+
+    @_recorded
+    def write_channels(self, conn, rows) -> None:
+        self._merge("channels", rows, lambda old, new: {
+            "is_group": old["is_group"] or new["is_group"], "name": new["name"] if new["name"] is not None else old["name"]})
+
+    @_recorded
+    def stored_channels(self, conn, channel_ids) -> dict[int, dict]:
+        return {r["channel_id"]: _out(r, ("channel_id", "guild_id", "visibility", "partition"))
+                for r in self._select("channels", channel_id=channel_ids)}
+
+    # ------------------------------------------------------------------ the stages' reads (DerivedStorage)
+
+    @_recorded
+    def partitions_between(self, start, end, guild_id=None) -> list[dict]:
+        start, end = _bind("chat_history", "ts", start), _bind("chat_history", "ts", end)
+        guilds: dict[str, list[int]] = {}
+        for m in self.tables["chat_history"].values():
+            if start <= m["ts"] < end and (guild_id is None or m["guild_id"] == guild_id):
+                guilds.setdefault(m["partition"], []).extend([m["guild_id"]] if m["guild_id"] is not None else [])
+        return [{"partition": p, "guild_id": max(g) if g else None} for p, g in sorted(guilds.items())]
+
+    @_recorded
+    def messages_between(self, partition, start, end) -> list[dict]:
+        start, end = _bind("chat_history", "ts", start), _bind("chat_history", "ts", end)
+        rows = [m for m in self._select("chat_history", partition=partition) if start <= m["ts"] < end]
+        return [_out(m, ("message_id", "user_id", "text", "ts", "reply_to", "guild_id"))
+                for m in sorted(rows, key=lambda m: (m["ts"], m["message_id"]))]
+
+    @_recorded
+    def authors_of(self, message_ids) -> dict[int, int]:
+        rows = self.tables["chat_history"]
+        return {i: rows[(i,)]["user_id"] for i in message_ids if (i,) in rows}
+
+    @_recorded
+    def member_names(self, user_ids=None, guild_keys=None) -> dict[tuple[int, int], str]:
+        return {(r["guild_key"], r["user_id"]): r["display_name"]
+                for r in self._select("members", user_id=user_ids, guild_key=guild_keys)}
+
+    @_recorded
+    def channels(self, channel_ids=None) -> dict[int, dict]:
+        return {r["channel_id"]: _out(r) for r in self._select("channels", channel_id=channel_ids)}
+
+    @_recorded
+    def dm_speaker_counts(self) -> dict[str, int]:
+        speakers: dict[str, set[int]] = defaultdict(set)
+        for m in self._select("chat_history", visibility="dm"):
+            speakers[m["partition"]].add(m["user_id"])
+        return {p: len(users) for p, users in speakers.items()}
+
+    @_recorded
+    def partitions_of_users(self, user_ids) -> dict[int, list[str]]:
+        found: dict[int, set[str]] = defaultdict(set)
+        for m in self._select("chat_history", user_id=user_ids):
+            found[m["user_id"]].add(m["partition"])
+        return {u: sorted(ps) for u, ps in found.items()}
+
+    @_recorded
+    def partition_days_between(self, partition, first, last) -> dict[dt.date, dict]:
+        return {r["day"]: _out(r) for r in self._select("partition_days", partition=partition) if first <= r["day"] <= last}
+
+    @_recorded
+    def dailies(self, days, *, partition=None, user_ids=None) -> list[dict]:
+        return self._summaries("daily_summaries", days, partition, user_ids)
+
+    @_recorded
+    def historicals(self, days, *, partition=None, user_ids=None) -> list[dict]:
+        return self._summaries("historical_summaries", days, partition, user_ids)
+
+    def _summaries(self, table, days, partition, user_ids) -> list[dict]:
+        rows = self._select(table, day=days, partition=partition)
+        order = lambda r: (r["partition"], r["user_id"], r["day"])  # noqa: E731
+        if user_ids is None:
+            return [_out(r) for r in sorted(rows, key=order)]
+        # As the SQL store reads: one ordered query per chunk of sorted ids, concatenated (so
+        # with more ids than one chunk the order is per chunk, not global).
+        return [_out(r) for ids in map(set, chunks(user_ids))
+                for r in sorted((r for r in rows if r["user_id"] in ids), key=order)]
+
+    @_recorded
+    def contexts(self, scope=None, user_id=None, *, text=True) -> list[dict]:
+        return [_out(r, None if text else _STATE) for r in self._select("memory_context", scope=scope, user_id=user_id)]
+
+    @_recorded
+    def context_scopes(self, prefix) -> list[str]:
+        return sorted({r["scope"] for r in self.tables["memory_context"].values() if r["scope"].startswith(prefix)})
+
+    # ------------------------------------------------------------------ the stages' writes
+
+    @_recorded
+    def write_batch(self, dailies=(), historicals=(), contexts=(), touches=()) -> None:
+        """One transaction; a partition-day's summaries are replaced whole."""
+        with self._writing():
+            if dailies:
+                whole = {(r["partition"], r["day"]) for r, _s, _n in dailies}
+                for key in [k for k in self.tables["daily_summaries"] if k[:2] in whole]:
+                    del self.tables["daily_summaries"][key]
+                for record, summaries, now in dailies:
+                    for uid, text in sorted(summaries.items()):
+                        self._insert("daily_summaries", {
+                            "partition": record["partition"], "day": record["day"], "user_id": uid, "summary": text,
+                            "input_hash": record["input_hash"], "degraded": record["degraded"], "created_at": now})
+                self._upsert("partition_days", [{**record, "computed_at": now} for record, _s, now in dailies])
+            for table, rows in (("historical_summaries", historicals), ("memory_context", contexts)):
+                if rows:
+                    self._upsert(table, list(rows))
+            for t in touches:  # an UPDATE: a context that is not there stays absent
+                if (key := (t["scope"], t["user_id"])) in self.tables["memory_context"]:
+                    self._update("memory_context", key, {"as_of_day": t["as_of_day"]})
+
+    @_recorded
+    def delete_historicals(self, partition, day, user_ids) -> None:
+        for uid in user_ids:
+            self.tables["historical_summaries"].pop((partition, uid, day), None)
+
+    @_recorded
+    def delete_older_than(self, table_name, column, cutoff, batch_size) -> int:
+        """Retention: the rows deleted. (The SQL store deletes `batch_size` rows per transaction, LIMIT 0 none.)"""
+        DerivedStore._RETENTION_KEYS[table_name]  # KeyError for any other table, as the SQL store
+        cutoff, rows = _bind(table_name, column, cutoff), self.tables[table_name]
+        doomed = [k for k, r in rows.items() if r[column] is not None and r[column] < cutoff] if batch_size > 0 else []
+        for key in doomed:
+            del rows[key]
+        return len(doomed)
+
+    @_recorded
+    def facts(self, *, scope=None, user_ids=None) -> list[dict]:
+        return [_out(r, ("scope", "user_id", "facts")) for r in self._select("user_facts", scope=scope, user_id=user_ids)]
+
+    @_recorded
+    def forgotten(self, user_ids=None) -> dict[int, list[str]]:
+        out: dict[int, list[str]] = defaultdict(list)
+        for r in self._select("forgotten_facts", user_id=user_ids):
+            out[r["user_id"]].append(r["fact"])
+        return dict(out)
+
+    @_recorded
+    def write_facts(self, scope, user_id, blob, now, forgotten=None, scrub=None) -> int:
+        """A facts blob; with `forgotten`, also recorded and scrubbed from the user's every text (one transaction)."""
+        with self._writing():
+            self._upsert("user_facts", [{"scope": scope, "user_id": user_id, "facts": blob, "updated_at": now}])
+            if forgotten is None:
+                return 0
+            self._insert("forgotten_facts", {"id": next(self._ids["forgotten_facts"]), "scope": scope,
+                                              "user_id": user_id, "fact": forgotten, "created_at": now})
+            changed = 0
+            for table, col, _keys in _SCRUBBED:
+                for key, row in list(self.tables[table.name].items()):
+                    if row["user_id"] == user_id and (cleaned := scrub(row[col])) != row[col]:
+                        self._update(table.name, key, {col: cleaned})
+                        changed += 1
+            return changed
+
+    @_recorded
+    def start_run(self, kind, date_from, date_to, guild_id, dry_run, now) -> int:
+        run_id = next(self._ids["pipeline_runs"])
+        self._insert("pipeline_runs", {"id": run_id, "kind": kind, "date_from": date_from, "date_to": date_to,
+                                       "guild_id": guild_id, "dry_run": dry_run, "started_at": now,
+                                       "status": "running", **dict.fromkeys(_ZERO_COUNTS, 0)})
+        return run_id
+
+    @_recorded
+    def finish_run(self, run_id, status, counts, now, error=None) -> None:
+        if (run_id,) in self.tables["pipeline_runs"]:  # an UPDATE of no row does nothing
+            self._update("pipeline_runs", (run_id,), {"status": status, "finished_at": now, "error": error, **counts})
+
+    @_recorded
+    def runs(self, limit=20) -> list[dict]:
+        return [_out(r) for r in self._select("pipeline_runs")[::-1][:limit]]
