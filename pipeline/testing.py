@@ -24,11 +24,11 @@ import sqlalchemy as sa
 from .db.tables import metadata
 from .db.types import UtcDateTime
 from .errors import StoreError
-from .store.base import _hashable, chunks  # the real store's: same IN chunks, same dump rendering
-from .store.derived import DerivedStore
-from .store.facts import _SCRUBBED
+from .store.base import hashable  # the real store's dump rendering
+from .store.derived import CONTEXT_STATE, RETENTION_KEYS
+from .store.facts import SCRUBBED
 from .store.locks import Lock, NullLock
-from .store.runs import _ZERO_COUNTS
+from .store.runs import ZERO_COUNTS
 
 UTC = dt.timezone.utc
 
@@ -73,7 +73,6 @@ class RecordingSummarizer:
 
 _TABLES = {t.name: t for t in metadata.sorted_tables}
 _KEYS = {name: tuple(c.name for c in t.primary_key.columns) for name, t in _TABLES.items()}
-_STATE = ("scope", "user_id", "input_hash", "as_of_day", "degraded", "degraded_reason", "attempts")
 # Arguments that are id or day collections: materialised (a generator is read once) and recorded
 # sorted and de-duplicated, as the SQL store binds them.
 _ID_ARGS = frozenset({"message_ids", "user_ids", "guild_keys", "channel_ids", "days"})
@@ -214,7 +213,7 @@ class InMemoryStageStore:
         pass
 
     def dump(self, table_name: str) -> list[tuple]:  # every row in key order, as StoreBase.dump
-        return [tuple(_hashable(v) for v in r.values()) for r in self._select(table_name)]
+        return [tuple(hashable(v) for v in r.values()) for r in self._select(table_name)]
 
     # ------------------------------------------------------------------ ingest (IngestStorage)
 
@@ -303,14 +302,12 @@ class InMemoryStageStore:
         order = lambda r: (r["partition"], r["user_id"], r["day"])  # noqa: E731
         if user_ids is None:
             return [_out(r) for r in sorted(rows, key=order)]
-        # As the SQL store reads: one ordered query per chunk of sorted ids, concatenated (so
-        # with more ids than one chunk the order is per chunk, not global).
-        return [_out(r) for ids in map(set, chunks(user_ids))
-                for r in sorted((r for r in rows if r["user_id"] in ids), key=order)]
+        wanted = set(user_ids)
+        return [_out(r) for r in sorted((r for r in rows if r["user_id"] in wanted), key=order)]
 
     @_recorded
     def contexts(self, scope=None, user_id=None, *, text=True) -> list[dict]:
-        return [_out(r, None if text else _STATE) for r in self._select("memory_context", scope=scope, user_id=user_id)]
+        return [_out(r, None if text else CONTEXT_STATE) for r in self._select("memory_context", scope=scope, user_id=user_id)]
 
     @_recorded
     def context_scopes(self, prefix) -> list[str]:
@@ -347,7 +344,7 @@ class InMemoryStageStore:
     @_recorded
     def delete_older_than(self, table_name, column, cutoff, batch_size) -> int:
         """Retention: the rows deleted. (The SQL store deletes `batch_size` rows per transaction, LIMIT 0 none.)"""
-        DerivedStore._RETENTION_KEYS[table_name]  # KeyError for any other table, as the SQL store
+        RETENTION_KEYS[table_name]  # KeyError for any other table, as the SQL store
         cutoff, rows = _bind(table_name, column, cutoff), self.tables[table_name]
         doomed = [k for k, r in rows.items() if r[column] is not None and r[column] < cutoff] if batch_size > 0 else []
         for key in doomed:
@@ -375,7 +372,7 @@ class InMemoryStageStore:
             self._insert("forgotten_facts", {"id": next(self._ids["forgotten_facts"]), "scope": scope,
                                               "user_id": user_id, "fact": forgotten, "created_at": now})
             changed = 0
-            for table, col, _keys in _SCRUBBED:
+            for table, col, _keys in SCRUBBED:
                 for key, row in list(self.tables[table.name].items()):
                     if row["user_id"] == user_id and (cleaned := scrub(row[col])) != row[col]:
                         self._update(table.name, key, {col: cleaned})
@@ -387,7 +384,7 @@ class InMemoryStageStore:
         run_id = next(self._ids["pipeline_runs"])
         self._insert("pipeline_runs", {"id": run_id, "kind": kind, "date_from": date_from, "date_to": date_to,
                                        "guild_id": guild_id, "dry_run": dry_run, "started_at": now,
-                                       "status": "running", **dict.fromkeys(_ZERO_COUNTS, 0)})
+                                       "status": "running", **dict.fromkeys(ZERO_COUNTS, 0)})
         return run_id
 
     @_recorded

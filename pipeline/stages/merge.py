@@ -18,13 +18,13 @@ from typing import Callable, Iterable
 from ..calendar import Scope, parse_scope
 from ..hashing import input_hash
 from ..store import StageStorage
+from ..store.derived import CONTEXT_STATE
 from ..summarize.text import scrub
 from .context import RunContext
 from .historical import BUILT_FROM_DEGRADED
 from .refresh import Item, ItemStatus, next_attempts, refresh_item
 
 Day1For = Callable[[int | None], dt.date]  # guild id (None for DMs) -> that guild's day 1
-_STATE = ("scope", "user_id", "input_hash", "as_of_day", "degraded", "degraded_reason", "attempts")
 
 
 class MergeInputs:
@@ -44,7 +44,7 @@ class MergeInputs:
         self.names = store.member_names(users)
         rows = store.contexts(text=False) if users is None \
             else [r for u in users for r in store.contexts(user_id=u, text=False)]
-        self.contexts = {(r["scope"], r["user_id"]): {k: r[k] for k in _STATE} for r in rows}
+        self.contexts = {(r["scope"], r["user_id"]): {k: r[k] for k in CONTEXT_STATE} for r in rows}
         self._user_partitions: dict[int, list[str]] = {}
 
     def preload_user_partitions(self, user_ids: Iterable[int]) -> None:

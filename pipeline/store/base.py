@@ -50,7 +50,8 @@ def _cause(exc: BaseException) -> object:
     return getattr(exc, "orig", None) or exc
 
 
-def _hashable(value: Any) -> Any:
+def hashable(value: Any) -> Any:
+    """A value as dump() renders it (JSON documents as canonical text)."""
     if isinstance(value, (dict, list)):
         return json.dumps(value, sort_keys=True, separators=(",", ":"))
     return value
@@ -131,7 +132,7 @@ class StoreBase:
         table = {t.name: t for t in DERIVED_TABLES}[table_name]
         with self.reading("dumping a table") as conn:
             q = sa.select(table).order_by(*table.primary_key.columns)
-            return [tuple(_hashable(v) for v in r) for r in conn.execute(q)]
+            return [tuple(hashable(v) for v in r) for r in conn.execute(q)]
 
     def table_counts(self) -> dict[str, int]:
         with self.reading("counting rows") as conn:

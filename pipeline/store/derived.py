@@ -19,6 +19,16 @@ from ..db.tables import (channels, chat_history, daily_summaries, historical_sum
 from .base import Rows, insert_for
 
 Batch = Sequence  # of (record, summaries, now) for dailies; of row dicts otherwise
+# What a nightly run reads of every context: its state, not its words.
+CONTEXT_STATE = ("scope", "user_id", "input_hash", "as_of_day", "degraded", "degraded_reason", "attempts")
+# Retention deletes by these keys (the tables retention may touch).
+RETENTION_KEYS = {
+    "chat_history": ("message_id",),
+    "partition_days": ("partition", "day"),
+    "daily_summaries": ("partition", "day", "user_id"),
+    "historical_summaries": ("partition", "user_id", "day"),
+    "memory_context": ("scope", "user_id"),
+}
 
 
 class DerivedStorage(Protocol):
@@ -44,6 +54,7 @@ class DerivedStorage(Protocol):
     def write_batch(self, dailies: Batch = (), historicals: Rows = (), contexts: Rows = (),
                     touches: Rows = ()) -> None: ...
     def delete_historicals(self, partition: str, day: dt.date, user_ids: Iterable[int]) -> None: ...
+    def delete_older_than(self, table_name: str, column: str, cutoff, batch_size: int) -> int: ...
 
 
 def _narrowed(q, column, values):
@@ -111,7 +122,8 @@ class DerivedStore:
             q = q.where(c.partition == partition)
         if user_ids is None:
             return self.rows(op, q)
-        return self.rows_in(op, lambda ids: q.where(c.user_id.in_(ids)), user_ids)
+        rows = self.rows_in(op, lambda ids: q.where(c.user_id.in_(ids)), user_ids)
+        return sorted(rows, key=lambda r: (r["partition"], r["user_id"], r["day"]))  # one order across chunks
 
     def delete_historicals(self, partition: str, day: dt.date, user_ids: Iterable[int]) -> None:
         c = historical_summaries.c
@@ -154,8 +166,7 @@ class DerivedStore:
         """Context rows in key order; text=False leaves out the context text and its inputs (a
         nightly run reads every context's state, not its words)."""
         c = memory_context.c
-        cols = [memory_context] if text else [c[k] for k in ("scope", "user_id", "input_hash", "as_of_day",
-                                                           "degraded", "degraded_reason", "attempts")]
+        cols = [memory_context] if text else [c[k] for k in CONTEXT_STATE]
         q = sa.select(*cols).order_by(c.scope, c.user_id)
         if scope is not None:
             q = q.where(c.scope == scope)
@@ -206,19 +217,11 @@ class DerivedStore:
 
     # ------------------------------------------------------------------ retention
 
-    _RETENTION_KEYS = {
-        "chat_history": ("message_id",),
-        "partition_days": ("partition", "day"),
-        "daily_summaries": ("partition", "day", "user_id"),
-        "historical_summaries": ("partition", "user_id", "day"),
-        "memory_context": ("scope", "user_id"),
-    }
-
     def delete_older_than(self, table_name: str, column: str, cutoff, batch_size: int) -> int:
         """Delete rows whose `column` < cutoff, `batch_size` rows per transaction (short locks: a
         bot's reads and a running replay are never blocked for long). Returns rows deleted."""
         table = metadata.tables[table_name]
-        keys = [table.c[k] for k in self._RETENTION_KEYS[table_name]]
+        keys = [table.c[k] for k in RETENTION_KEYS[table_name]]
         total = 0
         while True:
             with self.writing("applying retention") as conn:

@@ -24,7 +24,7 @@ class FactsStorage(Protocol):
 
 
 # (table, text column, key columns) of every row a forget scrubs
-_SCRUBBED = (
+SCRUBBED = (
     (daily_summaries, "summary", ("partition", "day", "user_id")),
     (historical_summaries, "summary", ("partition", "user_id", "day")),
     (memory_context, "context", ("scope", "user_id")),
@@ -59,6 +59,8 @@ class FactsStore:
                     forgotten: str | None = None, scrub: Callable[[str], str] | None = None) -> int:
         """Store a facts blob; with `forgotten`, also record it and scrub (via the `scrub` text
         function) every stored summary and context of the user. Returns the rows scrubbed."""
+        if forgotten is not None and scrub is None:
+            raise ValueError("forgetting needs the scrub function that removes the fact from texts")
         with self.writing("writing facts") as conn:
             stmt = insert_for(conn)(user_facts).values(scope=scope, user_id=user_id, facts=blob, updated_at=now)
             conn.execute(stmt.on_conflict_do_update(index_elements=[user_facts.c.scope, user_facts.c.user_id],
@@ -68,7 +70,7 @@ class FactsStore:
             conn.execute(sa.insert(forgotten_facts).values(scope=scope, user_id=user_id, fact=forgotten,
                                                            created_at=now))
             changed = 0
-            for table, col, keys in _SCRUBBED:
+            for table, col, keys in SCRUBBED:
                 rows = conn.execute(sa.select(*[table.c[k] for k in keys], table.c[col])
                                     .where(table.c.user_id == user_id)).all()
                 for row in rows:

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from ..db.tables import pipeline_runs
 
-_ZERO_COUNTS = ("partition_days", "summarizer_calls", "prompt_tokens", "output_tokens", "cache_hits",
+ZERO_COUNTS = ("partition_days", "summarizer_calls", "prompt_tokens", "output_tokens", "cache_hits",
                 "fallbacks", "errors", "dropped_user_ids")
 
 
@@ -25,7 +25,7 @@ class RunsStore:
         with self.writing("recording a run") as conn:
             return conn.execute(sa.insert(pipeline_runs).values(
                 kind=kind, date_from=date_from, date_to=date_to, guild_id=guild_id, dry_run=dry_run,
-                started_at=now, status="running", **{k: 0 for k in _ZERO_COUNTS},
+                started_at=now, status="running", **{k: 0 for k in ZERO_COUNTS},
             ).returning(pipeline_runs.c.id)).scalar_one()
 
     def finish_run(self, run_id: int, status: str, counts: dict[str, int], now: dt.datetime,
