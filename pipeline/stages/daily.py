@@ -4,33 +4,30 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import re
 
 from ..calendar import day_bounds
 from ..hashing import input_hash
 from ..summarize.base import ChatLine, PartitionDay
+from ..summarize.markup import mentioned_channels, mentioned_ids
+from ..summarize.markup import render as render_markup
 from ..summarize.text import scrub
 from .context import RunContext
 from .refresh import Item, ItemStatus, next_attempts, refresh_item
 
-_USER_MENTION = re.compile(r"<@!?(\d+)>")
-_ROLE_MENTION = re.compile(r"<@&(\d+)>")
-_CHANNEL_MENTION = re.compile(r"<#(\d+)>")
 
-
-def mentioned_ids(text: str) -> set[int]:
-    return {int(m) for m in _USER_MENTION.findall(text)}
-
-
-def replace_mentions(text: str, names: dict[int, str]) -> str:
-    """`<@id>` -> `@Name`; ids never reach a summarizer."""
-    text = _USER_MENTION.sub(lambda m: "@" + names.get(int(m.group(1)), "someone"), text)
-    text = _ROLE_MENTION.sub("@role", text)
-    return _CHANNEL_MENTION.sub("#channel", text)
+def _readable_channels(ctx: RunContext, partition: str, guild_id: int | None, messages: list[dict]) -> dict:
+    """The channels these messages mention that the partition's audience can read, with their
+    names: a restricted channel's readers can read their guild's public channels, nobody else
+    reads another partition's channels."""
+    wanted = set().union(*(mentioned_channels(m["text"]) for m in messages))
+    if not wanted:
+        return {}
+    readable = {partition} | ({f"guild:{guild_id}"} if partition.startswith("channel:") else set())
+    return {c: row.get("name") for c, row in ctx.store.channels(wanted).items() if row["partition"] in readable}
 
 
 def _partition_day(partition: str, day: dt.date, messages: list[dict], names: dict[int, str],
-                   reply_authors: dict[int, int]) -> PartitionDay:
+                   reply_authors: dict[int, int], channels: dict[int, str | None]) -> PartitionDay:
     speakers: dict[int, str] = {}
     for m in messages:  # a speaker with no members row gets a neutral label, never its id
         if m["user_id"] not in speakers:
@@ -40,7 +37,7 @@ def _partition_day(partition: str, day: dt.date, messages: list[dict], names: di
             message_id=m["message_id"],
             user_id=m["user_id"],
             name=speakers[m["user_id"]],
-            text=replace_mentions(m["text"], names),
+            text=render_markup(m["text"], names, channels),
             ts=m["ts"],
             reply_to_name=names.get(reply_authors.get(m["reply_to"], -1)) if m["reply_to"] else None,
         )
@@ -84,7 +81,9 @@ def load_partition_days(ctx: RunContext, partition: str, guild_id: int | None,
         day = m["ts"].astimezone(tz).date()
         if day in wanted:
             by_day.setdefault(day, []).append(m)
-    return {day: _partition_day(partition, day, msgs, names, reply_authors) for day, msgs in sorted(by_day.items())}
+    channels = _readable_channels(ctx, partition, guild_id, messages)
+    return {day: _partition_day(partition, day, msgs, names, reply_authors, channels)
+            for day, msgs in sorted(by_day.items())}
 
 
 def daily_input_hash(pd: PartitionDay, forgotten: dict[int, list[str]], fingerprint: str) -> str:

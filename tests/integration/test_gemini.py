@@ -66,7 +66,7 @@ def _ids(store) -> set[str]:
 
 def _partition_of_text(store) -> dict[str, set[str]]:
     """Message text as the model sees it (mentions shown as names) -> partitions it was posted in."""
-    from pipeline.stages.daily import replace_mentions
+    from pipeline.summarize.markup import render as replace_mentions
 
     out: dict[str, set[str]] = {}
     with store.engine.connect() as conn:

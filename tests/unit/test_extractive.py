@@ -299,7 +299,7 @@ def test_fingerprint_changes_with_any_length_target(field):
 # ---------------------------------------------------------------- what the summarizer is given
 
 class StubStore:
-    """The three reads build_partition_day makes, answered from memory."""
+    """The reads build_partition_day makes, answered from memory."""
 
     def __init__(self, messages, names):
         self.messages, self.names = messages, names
@@ -314,6 +314,9 @@ class StubStore:
     def member_names(self, user_ids=None, guild_keys=None):
         # every name is known in guild 1, the partition's guild
         return {(1, u): self.names[u] for u in user_ids if u in self.names and 1 in (guild_keys or [1])}
+
+    def channels(self, channel_ids=None):
+        return {}  # no channel is known: a channel mention reads #channel
 
 
 class StubContext:

@@ -1,11 +1,10 @@
-"""pipeline.summarize.text (sentences, salience, pick, fact matching, scrub) and the mention
-rewriting the daily stage does before any text reaches a summarizer. No database."""
+"""pipeline.summarize.text (sentences, salience, pick, fact matching, scrub). No database.
+Mentions and other markup: test_markup.py."""
 
 from __future__ import annotations
 
 import pytest
 
-from pipeline.stages.daily import mentioned_ids, replace_mentions
 from pipeline.summarize.text import (
     clean,
     content_tokens,
@@ -228,38 +227,3 @@ def test_scrub_ignores_the_subjects_possessive_name():
     # Found while writing these tests: "ana's" used to be a word of its own.
     out = scrub("Ana: “my cat is called Rex” · “I like green tea”", ["Ana's cat is called Rex"], "Ana")
     assert out == "Ana: “I like green tea”"
-
-
-# ---------------------------------------------------------------- mentions (daily stage)
-
-NAMES = {123: "Ana", 456: "Bo"}
-
-
-@pytest.mark.parametrize("raw", ["<@123>", "<@!123>"])
-def test_user_mentions_become_names(raw):
-    assert replace_mentions(f"hey {raw}, see you", NAMES) == "hey @Ana, see you"
-
-
-def test_several_mentions_in_one_message():
-    assert replace_mentions("<@123> and <@!456> and <@123>", NAMES) == "@Ana and @Bo and @Ana"
-
-
-def test_unknown_user_mentions_never_leak_the_id():
-    out = replace_mentions("ping <@987654321098765432> and <@!111>", NAMES)
-    assert out == "ping @someone and @someone"
-    assert "987654321098765432" not in out and "111" not in out
-
-
-def test_role_and_channel_mentions_are_neutralised():
-    out = replace_mentions("<@&555000111> go to <#777000222> now", NAMES)
-    assert out == "@role go to #channel now"
-    assert not any(ch.isdigit() for ch in out)
-
-
-def test_text_without_mentions_is_unchanged():
-    text = "email me at a@b.c, 5 < 6 > 4, <@abc> is not a mention"
-    assert replace_mentions(text, NAMES) == text
-
-
-def test_mentioned_ids_collects_user_mentions_only():
-    assert mentioned_ids("<@1> <@!2> <@&3> <#4> <@1>") == {1, 2}
