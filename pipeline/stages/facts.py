@@ -4,21 +4,14 @@ is remembered, so summaries recomputed later from chat history leave the fact ou
 
 from __future__ import annotations
 
-import re
-
 from ..calendar import parse_scope
 from ..errors import InputError
+from ..safety import refusal_reason
 from ..summarize.text import clean, scrub
 from .context import RunContext
 from .merge import MergeInputs, merge_one
 
 MAX_FACT_CHARS = 300
-# Facts are read by a bot before it answers: refuse text that tries to steer it.
-_INSTRUCTION_LIKE = re.compile(
-    r"\b(ignore (all |any )?(previous|prior|above)|system prompt|developer (message|mode)|"
-    r"you (must|should) (always|never)|always (reply|respond|answer)|api[ _-]?key|password)\b",
-    re.IGNORECASE,
-)
 
 
 def check_fact(fact: str) -> str:
@@ -27,8 +20,12 @@ def check_fact(fact: str) -> str:
         raise InputError("facts", "fact", "the fact is empty")
     if len(fact) > MAX_FACT_CHARS:
         raise InputError("facts", "fact", f"the fact is {len(fact)} characters; keep it under {MAX_FACT_CHARS}")
-    if _INSTRUCTION_LIKE.search(fact):
-        raise InputError("facts", "fact", "this reads like an instruction or a secret, not a fact about the user")
+    # Facts are read by a bot before it answers: refuse text that tries to steer it or carries a
+    # secret (pipeline/safety.py lists what and why).
+    reason = refusal_reason(fact)
+    if reason:
+        raise InputError("facts", "fact", f"refused: {reason}. State something about the user instead, "
+                                          f"e.g. \"Ana studies statistics\"")
     return fact
 
 

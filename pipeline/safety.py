@@ -1,0 +1,259 @@
+"""Text safety, in one place: what may become a fact a bot reads, and what must never reach an
+error, a log line or a stored reason.
+
+- `refusal_reason(text)`: why a text must not be stored as a user's fact — it reads like an
+  instruction to the bot reading the facts, or it carries a secret — or None. `facts remember`
+  uses it; the nightly fact extraction is meant to reuse it.
+- `redact(text)`: secret token formats and every registered secret value (the configured API
+  key, registered by the Gemini client) replaced by `[redacted]`.
+
+Matching runs on normalised text so that disguises do not help: NFKC (fullwidth and mathematical
+letters become ASCII), format characters (Unicode category Cf: zero-width spaces and joiners)
+dropped, accents dropped, Cyrillic/Greek look-alikes and digit-for-letter spellings folded to
+ASCII, spaced-out letters ("i g n o r e", "i.g.n.o.r.e") joined, casefolded. Patterns are a
+deliberate, documented list (README, "mempipe facts remember"), tested in both directions:
+third-person facts ("Ana's password manager is Bitwarden", "Bo always says hello") pass, while
+orders to the bot ("always say yes") and values of secrets are refused.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+
+REDACTED = "[redacted]"
+
+# Letters NFKC leaves alone that render like ASCII ones. Applied before casefolding because
+# some differ by case (Greek "Η" looks like H, "η" like n).
+_CONFUSABLES = str.maketrans({
+    # Cyrillic
+    "а": "a", "А": "a", "В": "b", "в": "b", "е": "e", "Е": "e", "ё": "e", "Ё": "e", "з": "3",
+    "і": "i", "І": "i", "ї": "i", "Ї": "i", "ј": "j", "Ј": "j", "К": "k", "к": "k", "М": "m",
+    "м": "m", "Н": "h", "н": "h", "О": "o", "о": "o", "Р": "p", "р": "p", "С": "c", "с": "c",
+    "Т": "t", "т": "t", "У": "y", "у": "y", "Х": "x", "х": "x", "Ѕ": "s", "ѕ": "s", "ԁ": "d",
+    "һ": "h", "Һ": "h", "ӏ": "l", "Ӏ": "l", "ԛ": "q", "ԝ": "w", "ь": "b", "п": "n", "г": "r",
+    "ѵ": "v", "Ѵ": "v",
+    # Greek
+    "Α": "a", "α": "a", "Β": "b", "β": "b", "Ε": "e", "ε": "e", "Ζ": "z", "Η": "h", "η": "n",
+    "Ι": "i", "ι": "i", "Κ": "k", "κ": "k", "Μ": "m", "Ν": "n", "ν": "v", "Ο": "o", "ο": "o",
+    "Ρ": "p", "ρ": "p", "Τ": "t", "τ": "t", "Υ": "y", "υ": "u", "Χ": "x", "χ": "x", "ω": "w",
+    "γ": "y", "ϲ": "c", "Ϲ": "c",
+    # Latin oddities and digit-for-letter spellings ("1gn0r3")
+    "ı": "i", "ɡ": "g", "ȷ": "j", "0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t",
+    "@": "a", "$": "s",
+})
+# Single letters split by one separator each: "i g n o r e", "i.g.n.o.r.e", "i-g-n-o-r-e".
+# A longer gap ("i g n o r e   a l l") stays a word break.
+_SPACED = re.compile(r"(?<![^\W_])(?:[^\W_][ .\-_*·•|/+~]){2,}[^\W_](?![^\W_])")
+
+
+def _strip(text: str) -> str:
+    """NFKC, format characters (Cf) and accents (combining marks) removed."""
+    text = unicodedata.normalize("NFKC", text)
+    text = "".join(c for c in unicodedata.normalize("NFKD", text)
+                   if unicodedata.category(c) not in ("Cf", "Mn"))
+    return unicodedata.normalize("NFC", text)
+
+
+def _join_spaced(text: str) -> tuple[str, bool]:
+    joined = _SPACED.sub(lambda m: re.sub(r"[\W_]", "", m.group(0)), text)
+    return joined, joined != text
+
+
+def normalise(text: str) -> list[str]:
+    """The forms patterns are matched against: without look-alike folding (so Russian stays
+    Russian) and with it (so Cyrillic letters in English words become Latin), both casefolded
+    with spaced-out letters joined."""
+    base = _strip(text)
+    return [_join_spaced(base.casefold())[0], _join_spaced(base.translate(_CONFUSABLES).casefold())[0]]
+
+
+# ------------------------------------------------------------------ instructions to the bot
+
+_W = r"[\W_]+"  # a word gap
+_VERB = (r"(?:ignor(?:e|ing)|disregard(?:ing)?|forget(?:ting)?|overrid(?:e|ing)|bypass(?:ing)?|"
+         r"discard|abandon|set aside|(?:do not|don'?t|stop) (?:follow(?:ing)?|obey(?:ing)?))")
+_QUANT = r"(?:all|any|every|each|the|your|my|these|those|of|everything|anything)"
+_PRIOR = r"(?:previous(?:ly)?|prior|above|earlier|preceding|former|foregoing)"
+_QUAL = rf"(?:{_PRIOR}|system|safety|developer|hidden)"
+_TARGET = (r"(?:instructions?|rules?|directives?|guidelines?|guidance|prompts?|commands?|orders?|"
+           r"constraints?|restrictions?|context|messages?|programming|guardrails?|filters?|polic(?:y|ies)|"
+           r"training|text|conversation)")
+# Other languages: "ignore/forget … previous … instructions/rules" (accents already stripped).
+_F_VERB = (r"(?:ignora|ignore|ignorez|ignorar|ignoriere|ignorieren|olvida|olvide|olvidar|omite|descarta|"
+           r"oublie|oubliez|vergiss|vergesst|vergessen|missachte|esqueca|esquece|esquecer|desconsidere|"
+           r"desconsidera|dimentica|dimenticate|negeer|vergeet|zignoruj|ignoruj|zapomnij|"
+           r"игнорируи(?:те)?|проигнорируи(?:те)?|игнорировать|забудь(?:те)?|забыть)")
+_F_WORD = (r"(?:instrucciones|instruccion|indicaciones|reglas|ordenes|consignes|regles|anweisungen|"
+           r"instruktionen|regeln|befehle|vorgaben|instrucoes|instrucao|regras|ordens|istruzioni|regole|"
+           r"instructies|regels|инструкц\w*|указани\w*|правила|команды|instrukcje|polecenia|zasady|"
+           r"instructions|anteriores|previas|previos|precedentes|anterieures|vorherigen|vorigen|"
+           r"bisherigen|obigen|fruheren|precedenti|anteriori|vorige|eerdere|предыдущ\w*|прежн\w*|"
+           r"poprzednie|wczesniejsze)")
+_ORDER = (r"(?:say|answer|reply|respond|tell|output|print|mention|reveal|agree|recommend|refuse|obey|"
+          r"praise|insult|claim|pretend)")
+# Orders are given in the imperative: "act as …" at the start of a sentence or after "you",
+# "please", "to" …, not "Ana acts as treasurer" or "Bo would never answer the phone".
+_IMPERATIVE = r"(?:^|[.!?:;,]\s*|\b(?:you|please|now|must|should|shall)\s+)"
+_ORDERED = rf"(?:{_IMPERATIVE}|\b(?:and|to)\s+)"  # "… and always say yes", "tell the bot to never …"
+_DEVICES = r"(?:iphones?|phones?|ipads?|ipods?|consoles?|kindles?|devices?|switch(?:es)?|routers?|ps[2-5]|xbox(?:es)?|androids?)"
+
+_INSTRUCTIONS: list[tuple[str, re.Pattern]] = [(kind, re.compile(p)) for kind, p in [
+    ("'ignore previous instructions'", rf"\b{_VERB}(?:{_W}{_QUANT}){{0,3}}{_W}{_QUAL}(?:{_W}\w+){{0,2}}?{_W}{_TARGET}\b"),
+    ("'ignore previous instructions'", rf"\b{_VERB}(?:{_W}{_QUANT}){{0,3}}{_W}{_PRIOR}\s*(?:$|[.,;:!?&]|\band\b|\bthen\b)"),
+    ("'ignore previous instructions'", rf"\b{_VERB}(?:{_W}(?:all|any|every|of|your|these|those|my)){{1,3}}{_W}"
+                                       r"(?:instructions|directives|guidelines|guardrails|programming|prompts?|rules)\b"),
+    ("'ignore previous instructions'", rf"\b{_VERB}{_W}(?:everything|anything|all|what){_W}(?:{_PRIOR}|before|so far|"
+                                       r"(?:you|i)\W+(?:were\W+|was\W+|have\W+been\W+)?(?:told|said|know|learned))\b"),
+    ("'ignore previous instructions'", rf"\b{_F_VERB}(?:{_W}\w+){{0,3}}{_W}{_F_WORD}\b"),
+    ("'you are now …'", r"\byou\W*(?:are|re|r)\W+now\b|\bfrom now on\b|\byour new (?:role|task|instructions?|rules?|persona|identity|purpose|goal)\b|\bnew (?:system )?(?:instructions?|rules)\s*:"),
+    ("'act as …'", rf"{_IMPERATIVE}(?:act|behave|roleplay|role-play|pose) as\b|{_IMPERATIVE}pretend (?:to be|you\W*(?:are|re))\b"),
+    ("'system prompt'", r"\bsystem\W*(?:prompt|message|instructions?)\b"),
+    ("'developer mode'", r"\b(?:developer|god|dan|jailbreak|unrestricted|unfiltered)\W*mode\b|\bdeveloper\W*(?:message|instructions?)\b"),
+    ("'jailbreak'", rf"\bjailbr(?:eak|oke|oken|eaking)\w*\b(?!(?:{_W}\w+){{0,2}}{_W}{_DEVICES}\b)"),
+    ("'reveal your instructions'", r"\b(?:reveal|print|show|repeat|output|leak|display|tell me)\W+(?:me\W+)?(?:your|the)\W+(?:\w+\W+)?(?:instructions|prompt|guidelines|rules)\b"),
+    ("'always/never say …'", rf"{_ORDERED}(?:always|never)\W+(?:\w+\W+)?{_ORDER}\b|\b(?:reply|respond|answer)\W+only\b|"
+                             r"\byou\W+(?:must|should|shall|will|have to|need to)\W+(?:always|never|only)\b"),
+    ("a role marker", r"<\s*/?\s*(?:system|assistant|user|developer|messages?|instructions?|prompt|context|facts|tool|inst|sys|s)\b[^<>]{0,40}>|<\|[a-z_]+\|>|\[/?(?:inst|system|sys|assistant|user)\]|<<\s*/?sys\s*>>"),
+    ("a role marker", r"(?:^|\s)#{1,6}\s*(?:instructions?|system|assistant|user|response|prompt|new rules?)\b|(?:^|[.!?]\s*)(?:system|assistant|developer|user)\s*:"),
+]]
+# Matched only when spaced-out letters were joined, on the text without any gaps at all:
+# "i g n o r e p r e v i o u s" has no word gaps left to match above.
+_SQUASHED = re.compile(r"(?:ignore|disregard|forget|override|bypass)(?:all|any|every|the|your|my)*"
+                       r"(?:previous|prior|above|earlier|preceding)(?:instructions?|rules|prompts?|directives|guidelines)"
+                       r"|systemprompt|developermode")
+
+# ------------------------------------------------------------------ secrets
+
+# Token formats, case-sensitive, on NFKC text. Both refused in facts and redacted everywhere.
+_TOKENS: list[tuple[str, re.Pattern]] = [(kind, re.compile(p)) for kind, p in [
+    ("a private key", r"(?s)-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----)?"),
+    ("a GitHub token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
+    ("an API key", r"\bsk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_\-]{20,}|\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"),
+    ("a Google API key", r"\bAIza[0-9A-Za-z_\-]{35}"),
+    ("a Google OAuth token", r"\bya29\.[0-9A-Za-z_\-]{20,}"),
+    ("a Slack token", r"\bxox[abposre]-[0-9A-Za-z\-]{10,}|hooks\.slack\.com/services/[A-Za-z0-9/]+"),
+    ("an AWS access key", r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|AKPA|ANPA|ANVA|AROA|APKA)[0-9A-Z]{16}\b"),
+    ("a JSON web token", r"\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{10,}"),
+    ("a Discord token", r"\b[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}\b"),
+    ("a Telegram bot token", r"\b\d{8,10}:AA[A-Za-z0-9_\-]{33}\b"),
+    ("a bearer token", r"(?i)\bbearer\s+[A-Za-z0-9._~+/\-]{20,}=*"),
+]]
+# Only redacted (in errors and logs): a secret's value after its name, keeping the name.
+_NAMED_VALUES = [
+    re.compile(r"(?i)(x-goog-api-key[\"']?\s*[:=]\s*[\"']?)[^\s\"',;}]+"),
+    re.compile(r"(?i)([?&](?:key|api_?key|access_token|token|password)=)[^&\s\"']+"),
+    re.compile(r"(?i)(\b(?:api[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret|secret[_-]?key|password|passwd)"
+               r"[\"']?\s*[:=]\s*[\"']?)[^\s\"',;&}]{4,}"),
+    re.compile(r"(\b[a-z][a-z0-9+.\-]*://[^/\s:@]+:)[^/\s@]+(?=@)"),  # a URL's password
+]
+# "password is hunter2" and the like: any value, except words that describe rather than give it.
+_PASSWORD = re.compile(
+    r"\b(?:password|passwd|pwd|passphrase|passcode|pin(?: code| number)?|seed phrase|recovery phrase|"
+    r"mnemonic|contrasena|mot de passe|mdp|passwort|kennwort|senha|пароль)s?\b"
+    r"(?:\s+(?:is|was|es|est|ist|e|era|это|will be)\b\s*|\s*[:=]\s*)[\"'«]?(?P<value>[^\s\"'»]+)")
+_NOT_A_VALUE = frozenset(
+    "in at on the a an not very too so long short strong weak secure safe stored saved kept written hidden "
+    "different same changed reset expired easy hard his her their my our your its also still now never always "
+    "managed unique random complicated simple something private confidential".split())
+# "my API key is X", "token: X": a value that looks like a credential (has a digit, 6+ characters).
+_NAMED_SECRET = re.compile(
+    r"\b(?:api\W?key|apikey|access key|secret key|client secret|secret|token|access token|auth token|"
+    r"private key|recovery code|backup code|2fa code|otp)s?\b(?:\s+(?:is|was)\b\s*|\s*[:=]\s*)[\"']?"
+    r"(?P<value>(?=\S*\d)[^\s\"']{6,})")
+_LONG_TOKEN = re.compile(r"[A-Za-z0-9+/=_\-]{24,}")
+
+
+# Letter runs that read like words (with a vowel, no four consonants in a row): names and
+# identifiers are made of them ("MinecraftServer2024"), random keys hardly ever.
+_WORDLIKE = re.compile(r"[A-Z][a-z]{2,}|[a-z]{4,}|[A-Z]{5,}")
+_CLUSTER = re.compile(r"[^aeiouyAEIOUY]{4}")
+_URL = re.compile(r"\b(?:https?://|www\.)\S+|\b[\w-]+(?:\.[\w-]+)+/\S*")
+
+
+def looks_random(token: str) -> bool:
+    """A long string mixing letters and digits (or cases) that repeats few characters and is not
+    made of words: random, like a key. Tuned on random base62/base64/hex strings (≥ 95% caught
+    from 24 characters) against CamelCase names, usernames and URL paths."""
+    if len(token) < 24:
+        return False
+    classes = {"d" if c.isdigit() else "u" if c.isupper() else "l" for c in token if c.isalnum()}
+    if len(classes) < 2:
+        return False
+    entropy = -sum(n / len(token) * math.log2(n / len(token)) for n in map(token.count, set(token)))
+    words = sum(len(w) for w in _WORDLIKE.findall(token) if re.search("[aeiouyAEIOUY]", w) and not _CLUSTER.search(w))
+    return entropy >= 3.0 and words / len(token) < 0.5
+
+
+def secret_kind(text: str) -> str | None:
+    """What kind of secret `text` carries, or None."""
+    plain = unicodedata.normalize("NFKC", text)
+    plain = "".join(c for c in plain if unicodedata.category(c) != "Cf")
+    for kind, pattern in _TOKENS:
+        if pattern.search(plain):
+            return kind
+    folded = _strip(plain).casefold()
+    for m in _PASSWORD.finditer(folded):
+        if m.group("value").strip(".,;:!?") not in _NOT_A_VALUE:
+            return "a password"
+    if _NAMED_SECRET.search(folded):
+        return "a key or token"
+    # links carry long ids (videos, playlists) that are not secrets; a key in a link's query
+    # ("?key=AIza…") is still caught by the token formats above
+    if any(looks_random(t) for t in _LONG_TOKEN.findall(_URL.sub(" ", plain))):
+        return "a long random string, like a key"
+    return None
+
+
+def instruction_kind(text: str) -> str | None:
+    """Which kind of instruction to the bot `text` reads like, or None."""
+    base = _strip(text)
+    folded_raw = base.translate(_CONFUSABLES).casefold()
+    forms = normalise(text)
+    for kind, pattern in _INSTRUCTIONS:
+        if any(pattern.search(form) for form in forms):
+            return kind
+    if _join_spaced(folded_raw)[1] and _SQUASHED.search(re.sub(r"[\W_]", "", folded_raw)):
+        return "'ignore previous instructions'"
+    return None
+
+
+def refusal_reason(text: str) -> str | None:
+    """Why `text` must not be stored as a fact a bot reads, or None when it may be.
+    Names the kind of problem, never the secret itself."""
+    kind = secret_kind(text)
+    if kind:
+        return (f"it looks like a secret ({kind}); facts are shown to a chat bot, so keys, tokens "
+                f"and passwords are never stored")
+    kind = instruction_kind(text)
+    if kind:
+        return f"it reads like an instruction to the bot ({kind}), not a fact about the user"
+    return None
+
+
+# ------------------------------------------------------------------ redaction
+
+_SECRET_VALUES: set[str] = set()
+_MIN_SECRET = 6  # shorter values would redact ordinary words; no real key is that short
+
+
+def register_secret(value: str | None) -> None:
+    """Redact this exact value (e.g. the configured API key) wherever it appears from now on."""
+    if value and len(value.strip()) >= _MIN_SECRET:
+        _SECRET_VALUES.add(value.strip())
+
+
+def redact(text: str, *values: str | None) -> str:
+    """`text` with registered secret values, `values` and secret token formats replaced by
+    `[redacted]`."""
+    if not isinstance(text, str):
+        text = str(text)
+    for value in sorted(_SECRET_VALUES | {v.strip() for v in values if v and len(v.strip()) >= _MIN_SECRET},
+                        key=len, reverse=True):
+        text = text.replace(value, REDACTED)
+    for _kind, pattern in _TOKENS:
+        text = pattern.sub(REDACTED, text)
+    for pattern in _NAMED_VALUES:
+        text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
+    return text
