@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -17,6 +18,7 @@ from pydantic_settings import (
 
 from .errors import ConfigError
 from .resources import config_dir
+from .safety import looks_random, redact, secret_kind
 
 DEFAULT_CONFIG = config_dir() / "default.toml"
 # Files the TOML source reads, set by load_settings() for the duration of one construction
@@ -102,6 +104,15 @@ class GeminiSettings(BaseModel):
     limits: dict[str, ModelLimits] = Field(default_factory=dict)
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
 
+    @field_validator("api_key_env")
+    @classmethod
+    def _check_key_env(cls, v: str) -> str:
+        # The key itself pasted here would end up in error messages ("set the variable <key>").
+        if secret_kind(v) or looks_random(v) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v):
+            raise ValueError("must be the name of the environment variable holding the API key "
+                             "(like GEMINI_API_KEY), never the key itself")
+        return v
+
     def model_for(self, operation: str) -> str:
         return self.models.get(operation) or self.models["daily"]
 
@@ -173,9 +184,34 @@ def load_settings(config_file: str | os.PathLike | None = None, **overrides) -> 
         files.append(path)
     global _TOML_FILES
     _TOML_FILES = tuple(files)
+    where = ", ".join(str(f) for f in files)
     try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})
-    except ValueError as exc:  # pydantic ValidationError, TOML decode errors
-        raise ConfigError(f"invalid configuration ({', '.join(str(f) for f in files)}): {exc}") from exc
+    except ValidationError as exc:
+        # `from None`: pydantic's own text (printed by the CLI as the cause) quotes input values
+        raise ConfigError(f"invalid configuration ({where}): {describe_errors(exc)}") from None
+    except ValueError as exc:  # TOML decode errors (they give a line and column, no value)
+        raise ConfigError(f"invalid configuration ({where}): {redact(str(exc))}") from None
     finally:
         _TOML_FILES = ()
+
+
+_SECRET_NAME = re.compile(r"key|token|secret|password|passwd|credential", re.IGNORECASE)
+
+
+def describe_errors(exc: ValidationError) -> str:
+    """Each error as `field.path: what is wrong`, without the input value: a key pasted into the
+    wrong place must not reach a terminal or a log. Our validators' own messages (e.g. a timezone
+    name) pass through redact()."""
+    out = []
+    for err in exc.errors(include_url=False, include_input=False):
+        loc = ".".join(str(part) for part in err["loc"]) or "(top level)"
+        if err["type"] == "extra_forbidden":
+            what = "not a setting (a misspelt or unknown key)"
+            if _SECRET_NAME.search(loc):
+                what += ("; API keys are never configured in a file or MEMPIPE_* variable: put the key in the "
+                         "environment variable named by gemini.api_key_env (default GEMINI_API_KEY)")
+        else:
+            what = re.sub(r"^(?:Value|Assertion) error, ", "", err["msg"])
+        out.append(f"{loc}: {redact(what)}")
+    return "; ".join(out)

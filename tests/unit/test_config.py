@@ -204,3 +204,53 @@ def test_store_open_sizes_the_postgresql_pool():
     finally:
         store.close()
         default.dispose()
+
+
+# ---------------------------------------------------------------- secrets never echoed
+
+KEY = "AIza" + "SyD4k9vQ2mX7pL1wR8tN3bF6hJ0cZ5gY2eU"  # built from pieces: no literal key in the repository
+PLAIN = "my-very-own-secret-value-91"  # a value no token format matches
+
+
+@pytest.mark.parametrize("text,field,value", [
+    (f'[gemini]\napi_key = "{KEY}"\n', "gemini.api_key", KEY),
+    (f'gemini_api_key = "{PLAIN}"\n', "gemini_api_key", PLAIN),
+    (f'[gemini]\napi_key_env = "{KEY}"\n', "gemini.api_key_env", KEY),  # the key where its variable's name goes
+    (f'retention_days = "{PLAIN}"\n', "retention_days", PLAIN),  # no input value is ever echoed
+    (f'[summary]\ndaily_chars = "{PLAIN}"\n', "summary.daily_chars", PLAIN),
+])
+def test_config_errors_name_the_field_never_the_value(tmp_path, text, field, value):
+    with pytest.raises(ConfigError) as info:
+        load_settings(write(tmp_path, text))
+    message = str(info.value)
+    assert field in message and value not in message
+    cause = info.value.__cause__
+    while cause is not None:  # the CLI prints the cause chain too
+        assert value not in str(cause)
+        cause = cause.__cause__
+
+
+def test_a_key_in_the_environment_under_a_setting_name_is_not_echoed(monkeypatch):
+    monkeypatch.setenv("MEMPIPE_GEMINI__API_KEY", KEY)
+    with pytest.raises(ConfigError, match=r"gemini\.api_key") as info:
+        load_settings()
+    assert KEY not in str(info.value)
+    assert "environment variable" in str(info.value)  # says where the key belongs
+
+
+def test_the_cli_prints_config_errors_without_the_value(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from pipeline.cli import cli
+
+    monkeypatch.delenv("MEMPIPE_CONFIG", raising=False)
+    path = write(tmp_path, f'[gemini]\napi_key = "{KEY}"\n')
+    result = CliRunner().invoke(cli, ["--db", f"sqlite:///{tmp_path}/x.db", "--config", str(path), "db", "status"])
+    assert result.exit_code == 1 and "gemini.api_key" in result.output
+    assert KEY not in result.output
+
+
+def test_api_key_env_must_name_a_variable(tmp_path):
+    assert load_settings(write(tmp_path, '[gemini]\napi_key_env = "MY_GEMINI_KEY"\n')).gemini.api_key_env == "MY_GEMINI_KEY"
+    with pytest.raises(ConfigError, match="gemini.api_key_env"):
+        load_settings(write(tmp_path, '[gemini]\napi_key_env = "not a name"\n'))
