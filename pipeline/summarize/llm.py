@@ -4,7 +4,7 @@ fails after bounded retries or the quota is spent (the row is then marked degrad
 
 Big partition-days are map-reduced: split by time into chunks whose prompts fit the input
 budget, summarised per chunk, then each speaker's partial summaries are combined in further
-calls, each also within the budget."""
+calls, each also within the budget. Every other request is held to the budget too (budget.py)."""
 
 from __future__ import annotations
 
@@ -25,14 +25,15 @@ from ..llm.errors import BadOutput, LLMError, RateLimited
 from ..llm.gemini import is_gemma
 from ..llm.limiter import RateLimiter
 from .base import ChatLine, Outcome, PartitionDay, Usage
+from .budget import Budget, chunk_lines, clip_names, fit_texts, reduce_requests, short_name
 from .extractive import ExtractiveSummarizer
 from .prompts import PROMPTS_DIR, render, template_hash
 from .schemas import DailyOut, ForgetOut, HistoricalOut, MergeOut, RememberOut
-from .text import newest_within, shorten
+from .text import newest_within
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
-SCHEMA_VERSION = "llm-1"
+SCHEMA_VERSION = "llm-2"  # 2: names clipped and every text cut to the input budget
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 REASK = ("\n\nYour previous answer was not valid JSON of the requested shape. Answer again with "
          "only the JSON object, no prose and no code fences.")
@@ -70,8 +71,7 @@ class LLMSummarizer:
         templates = [template_hash(operation)] + (
             [template_hash("reduce"), template_hash("fold")] if operation == "daily" else [])
         return input_hash(SCHEMA_VERSION, self.kind, self.cfg.model_for(operation), templates,
-                          input_hash(self.system), self.lengths.model_dump(),
-                          self.cfg.input_budget_tokens if operation == "daily" else None)[:24]
+                          input_hash(self.system), self.lengths.model_dump(), self.cfg.input_budget_tokens)[:24]
 
     # ------------------------------------------------------------------ one request
 
@@ -93,6 +93,11 @@ class LLMSummarizer:
 
     def prompt_tokens(self, operation: str, prompt: str) -> int:
         return estimate_tokens(prompt + "\n\n" + self.system)
+
+    @property
+    def budget(self) -> Budget:
+        """Measured with the re-ask appended: a request sent again after a bad answer fits too."""
+        return Budget(self.cfg.input_budget_tokens, lambda prompt: self.prompt_tokens("", prompt + REASK))
 
     def _wait(self, retry_state) -> float:
         exc = retry_state.outcome.exception()
@@ -165,37 +170,7 @@ class LLMSummarizer:
 
     def chunks(self, pd: PartitionDay) -> list[tuple[ChatLine, ...]]:
         """Split a partition-day by time into pieces whose prompt fits the input budget."""
-        budget = self.cfg.input_budget_tokens
-        if self.prompt_tokens("daily", self._render_daily(pd, pd.lines, None)) <= budget:
-            return [pd.lines]
-        overhead = self.prompt_tokens("daily", self._render_daily(pd, pd.lines[:1], 1))
-        room_chars = max((budget - overhead) * 4 - 400, 200)
-        lines = [ln if len(ln.text) <= room_chars // 2 else
-                 ChatLine(ln.message_id, ln.user_id, ln.name, shorten(ln.text, room_chars // 2), ln.ts, ln.reply_to_name)
-                 for ln in pd.lines]
-        out: list[tuple[ChatLine, ...]] = []
-        current: list[ChatLine] = []
-        used = 0
-        for ln in lines:
-            cost = len(ln.text) + len(ln.reply_to_name or "") + len(ln.name) + 70  # <m …> and a <speaker> entry
-            if current and used + cost > room_chars:
-                out.append(tuple(current))
-                current, used = [], 0
-            current.append(ln)
-            used += cost
-        if current:
-            out.append(tuple(current))
-        # The estimate above is conservative; make sure by rendering, splitting further if needed.
-        final: list[tuple[ChatLine, ...]] = []
-        stack = list(reversed(out))
-        while stack:
-            piece = stack.pop()
-            if len(piece) > 1 and self.prompt_tokens("daily", self._render_daily(pd, piece, len(final) + 1)) > budget:
-                mid = len(piece) // 2
-                stack.extend([piece[mid:], piece[:mid]])
-            else:
-                final.append(piece)
-        return final
+        return chunk_lines(pd.lines, lambda lines, part: self._render_daily(pd, lines, part), self.budget)
 
     def _accept(self, pd: PartitionDay, answer: DailyOut, handles: dict[int, str]) -> tuple[dict[int, str], int]:
         by_handle = {h: uid for uid, h in handles.items()}
@@ -212,7 +187,6 @@ class LLMSummarizer:
     async def _reduce(self, pd: PartitionDay, partials: dict[int, list[str]], usage: Usage) -> tuple[dict[int, str], int]:
         """Combine each speaker's partial summaries, in as many budget-sized calls as needed."""
         handles = self.handles(pd)
-        budget = self.cfg.input_budget_tokens
         dropped = 0
 
         def prompt_for(items: list[tuple[int, list[str]]]) -> str:
@@ -220,24 +194,7 @@ class LLMSummarizer:
                           speakers=[(handles[u], pd.speakers[u], texts) for u, texts in items])
 
         while any(len(v) > 1 for v in partials.values()):
-            requests: list[list[tuple[int, list[str]]]] = []
-            current: list[tuple[int, list[str]]] = []
-            for uid in sorted(u for u, v in partials.items() if len(v) > 1):
-                texts = partials[uid]
-                # a speaker with too many partials for one request is reduced in slices
-                start = 0
-                while start < len(texts):
-                    end = start + 2
-                    while end < len(texts) and self.prompt_tokens("reduce", prompt_for([(uid, texts[start:end + 1])])) <= budget // 2:
-                        end += 1
-                    item = (uid, texts[start:end])
-                    if current and self.prompt_tokens("reduce", prompt_for(current + [item])) > budget:
-                        requests.append(current)
-                        current = []
-                    current.append(item)
-                    start = end
-            if current:
-                requests.append(current)
+            requests = reduce_requests(partials, prompt_for, self.budget)
             results = await asyncio.gather(*(self.ask("daily", prompt_for(r), DailyOut, usage) for r in requests))
             new: dict[int, list[str]] = {u: list(v) for u, v in partials.items() if len(v) <= 1}
             for items, answer in zip(requests, results):
@@ -267,11 +224,11 @@ class LLMSummarizer:
             return await self.fallback.daily(partition_day)
         usage = Usage(calls=1)
         handles = self.handles(partition_day)
+        pd = clip_names(partition_day)
         try:
-            pieces = self.chunks(partition_day)
+            pieces = self.chunks(pd)
             answers = await asyncio.gather(*(
-                self.ask("daily", self._render_daily(partition_day, piece, (i + 1) if len(pieces) > 1 else None),
-                         DailyOut, usage)
+                self.ask("daily", self._render_daily(pd, piece, (i + 1) if len(pieces) > 1 else None), DailyOut, usage)
                 for i, piece in enumerate(pieces)))
             dropped = 0
             partials: dict[int, list[str]] = {}
@@ -281,7 +238,7 @@ class LLMSummarizer:
                 for uid, text in got.items():
                     partials.setdefault(uid, []).append(text)
             if len(pieces) > 1:
-                summaries, d = await self._reduce(partition_day, partials, usage)
+                summaries, d = await self._reduce(pd, partials, usage)
                 dropped += d
             else:
                 summaries = {u: v[0] for u, v in partials.items()}
@@ -317,9 +274,19 @@ class LLMSummarizer:
         handles = self.handles(new)
         current = dict(previous)
         dropped = 0
+        pd = clip_names(new)
+        # chunked with each running summary held to a quarter of the room, so a long one leaves
+        # room for the messages; cut again at sending if the summaries grew since
+        cap = self.budget.room(self._render_fold(pd, (), {})) // 4
+        held = {u: newest_within([t], cap) for u, t in previous.items()}
         try:
-            for piece in self.chunks(new):  # sequential: each chunk folds into the previous result
-                answer = await self.ask("daily", self._render_fold(new, piece, current), DailyOut, usage)
+            for piece in chunk_lines(pd.lines, lambda lines, _part: self._render_fold(pd, lines, held), self.budget):
+                speakers = sorted({ln.user_id for ln in piece} & set(current))
+
+                def prompt_for(texts: list[str]) -> str:
+                    return self._render_fold(pd, piece, current | dict(zip(speakers, texts)))
+                prompt = prompt_for(fit_texts([current[u] for u in speakers], prompt_for, self.budget))
+                answer = await self.ask("daily", prompt, DailyOut, usage)  # sequential: each folds into the last
                 got, d = self._accept(new, answer, handles)
                 dropped += d
                 current.update(got)
@@ -349,7 +316,12 @@ class LLMSummarizer:
     async def historical(self, name: str, dailies: list[tuple[dt.date, str]]) -> Outcome[str]:
         if sum(len(t) + 4 for _d, t in dailies) + 40 <= self.lengths.historical_chars:
             return await self.fallback.historical(name, dailies)
-        prompt = render("historical", name=name, dailies=dailies, target_chars=self.lengths.historical_chars)
+        days = [d for d, _t in dailies]
+
+        def prompt_for(texts: list[str]) -> str:
+            return render("historical", name=short_name(name), dailies=list(zip(days, texts)),
+                          target_chars=self.lengths.historical_chars)
+        prompt = prompt_for(fit_texts([t for _d, t in dailies], prompt_for, self.budget))
         answer, usage, reason = await self._small("historical", prompt, HistoricalOut,
                                                   lambda: self.fallback.historical(name, dailies))
         return Outcome(answer if reason else answer.summary.strip(), usage, reason)
@@ -357,15 +329,22 @@ class LLMSummarizer:
     async def merge(self, name: str, facts: str, day1: str, historical: str) -> Outcome[str]:
         if len(facts) + len(day1) + len(historical) + 40 <= self.lengths.context_chars:
             return await self.fallback.merge(name, facts, day1, historical)
-        prompt = render("merge", name=name, facts=facts, day1=day1, historical=historical,
-                        target_chars=self.lengths.context_chars)
+        def prompt_for(texts: list[str]) -> str:
+            return render("merge", name=short_name(name), facts=texts[0], day1=texts[1], historical=texts[2],
+                          target_chars=self.lengths.context_chars)
+        prompt = prompt_for(fit_texts([facts, day1, historical], prompt_for, self.budget))
         answer, usage, reason = await self._small("merge", prompt, MergeOut,
                                                   lambda: self.fallback.merge(name, facts, day1, historical))
         return Outcome(answer if reason else answer.context.strip(), usage, reason)
 
     async def remember(self, blob: str, fact: str) -> Outcome[str]:
         budget = self.lengths.facts_chars
-        prompt = render("remember", blob=blob, fact=fact, target_chars=budget)
+
+        def prompt_for(texts: list[str]) -> str:
+            return render("remember", blob=texts[0], fact=texts[1], target_chars=budget)
+        # a list too long for the request loses its oldest facts, as the list itself would
+        prompt = prompt_for(fit_texts([blob, fact], prompt_for, self.budget,
+                                      cut=lambda text, cap: newest_within(text.splitlines(), cap)))
         answer, usage, reason = await self._small("remember", prompt, RememberOut,
                                                   lambda: self.fallback.remember(blob, fact))
         # asked to stay within the budget; held to it whatever it answers (new facts come last)
@@ -373,6 +352,8 @@ class LLMSummarizer:
 
     async def forget(self, blob: str, fact: str, subject: str = "") -> Outcome[tuple[str, bool]]:
         prompt = render("forget", blob=blob, fact=fact)
+        if not self.budget.fits(prompt):  # cutting would drop facts that were never asked about
+            return await self.fallback.forget(blob, fact, subject)
         answer, usage, reason = await self._small("forget", prompt, ForgetOut,
                                                   lambda: self.fallback.forget(blob, fact, subject))
         return Outcome(answer if reason else (answer.facts.strip(), answer.found), usage, reason)
@@ -383,6 +364,7 @@ class LLMSummarizer:
         """(requests, prompt tokens) a partition-day would cost, before spending them."""
         if self._fits_daily(pd):
             return 0, 0  # passed through without the model
+        pd = clip_names(pd)
         pieces = self.chunks(pd)
         tokens = sum(self.prompt_tokens("daily", self._render_daily(pd, p, i + 1 if len(pieces) > 1 else None))
                      for i, p in enumerate(pieces))

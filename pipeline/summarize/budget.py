@@ -1,0 +1,131 @@
+"""Every request within gemini.input_budget_tokens, whatever the input: names are clipped, a day
+too long for one request is split by time into chunks, and a text too long for any request (one
+message, a summary, a facts list) is cut, never sent whole. The prompt as rendered (escaped) is
+what is measured, so the check is the one the limiter applies."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from .base import ChatLine, PartitionDay
+from .text import shorten
+
+# Discord display names are at most 32 characters: a longer name is input nobody typed in a
+# client, and a few words are all a summary needs.
+NAME_CHARS = 64
+Lines = tuple[ChatLine, ...]
+
+
+@dataclass(frozen=True)
+class Budget:
+    limit: int                     # tokens
+    measure: Callable[[str], int]  # a prompt's estimated tokens, as it would be sent (re-ask included)
+
+    def fits(self, prompt: str) -> bool:
+        return self.measure(prompt) <= self.limit
+
+    def room(self, prompt: str) -> int:
+        """Characters still free after this prompt (4 per token, the estimate's own rule)."""
+        return max(self.limit - self.measure(prompt), 0) * 4
+
+
+def short_name(name: str) -> str:
+    return shorten(name, NAME_CHARS)
+
+
+def clip_names(pd: PartitionDay) -> PartitionDay:
+    """The partition-day with every speaker and reply name within NAME_CHARS."""
+    if all(len(n) <= NAME_CHARS for n in pd.speakers.values()) and \
+            all(len(ln.reply_to_name or "") <= NAME_CHARS for ln in pd.lines):
+        return pd
+    lines = tuple(dataclasses.replace(ln, name=short_name(ln.name),
+                                      reply_to_name=ln.reply_to_name and short_name(ln.reply_to_name))
+                  for ln in pd.lines)
+    return dataclasses.replace(pd, lines=lines, speakers={u: short_name(n) for u, n in pd.speakers.items()})
+
+
+def _cut(text: str, cap: int) -> str:
+    return text if len(text) <= cap else (shorten(text, cap) if cap > 1 else "")
+
+
+def fit_texts(texts: Sequence[str], render: Callable[[list[str]], str], budget: Budget,
+              cut: Callable[[str, int], str] = _cut) -> list[str]:
+    """`texts` with the longest cut to one common length, the largest that makes `render(texts)`
+    fit (short texts stay whole); unchanged when they already fit."""
+    texts = list(texts)
+    if not texts or budget.fits(render(texts)):
+        return texts
+    lo, hi = 0, max(len(t) for t in texts)
+    while lo < hi:  # the largest cap that fits
+        mid = (lo + hi + 1) // 2
+        if budget.fits(render([cut(t, mid) for t in texts])):
+            lo = mid
+        else:
+            hi = mid - 1
+    return [cut(t, lo) for t in texts]
+
+
+def with_text(line: ChatLine, text: str) -> ChatLine:
+    return dataclasses.replace(line, text=text)
+
+
+def chunk_lines(lines: Lines, render: Callable[[Lines, int | None], str], budget: Budget) -> list[Lines]:
+    """Split a day by time into pieces whose prompt `render(piece, part)` fits: packed by an
+    estimate, then checked by rendering, a piece that does not fit split in two, a single message
+    that does not fit alone cut."""
+    if budget.fits(render(lines, None)):
+        return [lines]
+    room = max(budget.room(render((), 1)) - 400, 200)
+    lines = tuple(ln if len(ln.text) <= room // 2 else with_text(ln, shorten(ln.text, room // 2)) for ln in lines)
+    out: list[list[ChatLine]] = []
+    used = 0
+    for ln in lines:
+        cost = len(ln.text) + len(ln.reply_to_name or "") + len(ln.name) + 70  # <m …> and a <speaker> entry
+        if out and out[-1] and used + cost <= room:
+            out[-1].append(ln)
+            used += cost
+        else:
+            out.append([ln])
+            used = cost
+    final: list[Lines] = []
+    stack = [tuple(p) for p in reversed(out)]
+    while stack:
+        piece = stack.pop()
+        if budget.fits(render(piece, len(final) + 1)):
+            final.append(piece)
+        elif len(piece) > 1:
+            mid = len(piece) // 2
+            stack.extend([piece[mid:], piece[:mid]])
+        else:  # one message too long even alone (escaping, a long summary next to it): cut it
+            (text,) = fit_texts([piece[0].text], lambda t: render((with_text(piece[0], t[0]),), len(final) + 1), budget)
+            final.append((with_text(piece[0], text),))
+    return final
+
+
+Item = tuple[int, list[str]]  # a speaker and the partial summaries one request combines
+
+
+def reduce_requests(partials: dict[int, list[str]], prompt_for: Callable[[list[Item]], str],
+                    budget: Budget) -> list[list[Item]]:
+    """One round of a map-reduce: each speaker with several partial summaries gets them combined,
+    at least two at a time, as many speakers in one request as fit."""
+    requests: list[list[Item]] = []
+    current: list[Item] = []
+    for uid in sorted(u for u, v in partials.items() if len(v) > 1):
+        texts = partials[uid]
+        start = 0
+        while start < len(texts):
+            end = start + 2
+            while end < len(texts) and budget.measure(prompt_for([(uid, texts[start:end + 1])])) <= budget.limit // 2:
+                end += 1
+            piece = fit_texts(texts[start:end], lambda ts: prompt_for([(uid, ts)]), budget)
+            if current and not budget.fits(prompt_for(current + [(uid, piece)])):
+                requests.append(current)
+                current = []
+            current.append((uid, piece))
+            start = end
+    if current:
+        requests.append(current)
+    return requests
