@@ -2,6 +2,9 @@
 
 Structured values travel on the record as `extra={"fields": {...}}`: the JSON format puts them
 at the top level of the line, the text format appends them as `key=value`.
+
+Every record our handler writes is redacted first (`RedactFilter`): message, arguments, fields,
+traceback — a server error that quotes the API key must not end up in a log file.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ import datetime as dt
 import json
 import logging
 import sys
+
+from .safety import redact
 
 FORMATS = ("text", "json")
 
@@ -23,6 +28,44 @@ def _iso(created: float) -> str:
     return dt.datetime.fromtimestamp(created, dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def _redact_value(value):
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, (int, float, bool)) or value is None:
+        return value
+    text = json.dumps(value, default=str, ensure_ascii=False)
+    return value if redact(text) == text else redact(text)
+
+
+class RedactFilter(logging.Filter):
+    """Redacts a record in place before it is formatted (safety.redact: the configured API key
+    and secret token formats). The message is formatted once here, so its arguments go too."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string: let the handler report it as logging does
+            return True
+        record.msg, record.args = redact(message), ()
+        fields = getattr(record, "fields", None)
+        if isinstance(fields, dict):
+            record.fields = {k: _redact_value(v) for k, v in fields.items()}
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        return True
+
+
+def _exception(formatter: logging.Formatter, record: logging.LogRecord) -> str | None:
+    """The traceback, as the filter redacted it when it ran."""
+    if record.exc_text:
+        return record.exc_text
+    return formatter.formatException(record.exc_info) if record.exc_info else None
+
+
 class JsonFormatter(logging.Formatter):
     """{"ts": …, "level": …, "logger": …, "msg": …, <fields>…} on one line."""
 
@@ -31,8 +74,9 @@ class JsonFormatter(logging.Formatter):
                "msg": record.getMessage()}
         for key, value in _fields(record).items():
             out.setdefault(key, value)
-        if record.exc_info:
-            out["exc"] = self.formatException(record.exc_info)
+        exc = _exception(self, record)
+        if exc:
+            out["exc"] = exc
         return json.dumps(out, default=str, ensure_ascii=False)
 
 
@@ -62,8 +106,9 @@ class TextFormatter(logging.Formatter):
             line += " " + " ".join(f"{k}={_text_value(v)}" for k, v in fields.items())
         if self.timestamps:
             line = f"{_iso(record.created)} {line}"
-        if record.exc_info:
-            line += "\n" + self.formatException(record.exc_info)
+        exc = _exception(self, record)
+        if exc:
+            line += "\n" + exc
         return line
 
 
@@ -86,6 +131,7 @@ def configure_logging(fmt: str = "text", level: int = logging.WARNING, *, timest
         raise ValueError(f"unknown log format {fmt!r}; use one of {', '.join(FORMATS)}")
     handler = _StderrHandler()
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter(timestamps=timestamps))
+    handler.addFilter(RedactFilter())
     handler._mempipe = True
     root = logging.getLogger()
     for old in list(root.handlers):

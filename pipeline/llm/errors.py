@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 from ..errors import SummarizerError
+from ..safety import redact
 
 
 class LLMError(SummarizerError):
+    """Its text is redacted when it is made: a server error may quote the request, key included,
+    and this text becomes log lines, stored degraded reasons and run errors."""
+
     retryable = False
+
+    def __init__(self, message: str = "", *args):
+        super().__init__(redact(message), *args)
 
 
 class RateLimited(LLMError):
@@ -37,3 +44,8 @@ class QuotaExhausted(LLMError):
 
 class Permanent(LLMError):
     """4xx other than 429 (bad key, model unknown, request rejected): retrying will not help."""
+
+
+def fallback_reason(exc: BaseException) -> str:
+    """The degraded_reason stored when the extractive fallback replaced the model's answer."""
+    return redact(f"fallback: {exc}")

@@ -20,6 +20,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
+from ..safety import register_secret
 from .client import LLMResponse
 from .errors import BadOutput, Permanent, RateLimited, Transient
 
@@ -47,6 +48,7 @@ class GeminiClient:
                  timeout_s: float = 60.0):
         options = types.HttpOptions(timeout=int(timeout_s * 1000), base_url=base_url or None,
                                     api_version=api_version or None)
+        register_secret(api_key)  # redacted from every error, log line and stored reason from now on
         self._client = genai.Client(api_key=api_key, http_options=options)
         self.timeout_s = timeout_s
 
@@ -72,14 +74,16 @@ class GeminiClient:
                 self._client.aio.models.generate_content(model=model, contents=prompt, config=config),
                 timeout=self.timeout_s + 5,
             )
+        # `from None` for the server's errors: google-genai's exception text is the whole error
+        # JSON, which may quote the request (key included); ours keeps its code, status and message.
         except genai_errors.ClientError as exc:
             if exc.code == 429:
-                raise RateLimited(f"{model}: rate limited (429 {exc.status})", retry_delay_of(exc)) from exc
+                raise RateLimited(f"{model}: rate limited (429 {exc.status})", retry_delay_of(exc)) from None
             if exc.code in (408,):
-                raise Transient(f"{model}: request timeout (408)") from exc
-            raise Permanent(f"{model}: rejected with {exc.code} {exc.status}: {exc.message}") from exc
+                raise Transient(f"{model}: request timeout (408)") from None
+            raise Permanent(f"{model}: rejected with {exc.code} {exc.status}: {exc.message}") from None
         except genai_errors.ServerError as exc:
-            raise Transient(f"{model}: server error {exc.code} {exc.status}") from exc
+            raise Transient(f"{model}: server error {exc.code} {exc.status}") from None
         except (httpx2.TimeoutException, asyncio.TimeoutError) as exc:
             raise Transient(f"{model}: timed out after {self.timeout_s:g}s") from exc
         except httpx2.TransportError as exc:

@@ -21,7 +21,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 from ..clock import Clock, system_clock
 from ..hashing import input_hash
 from ..llm.client import LLMClient, estimate_tokens
-from ..llm.errors import BadOutput, LLMError, RateLimited
+from ..llm.errors import BadOutput, LLMError, RateLimited, fallback_reason
 from ..llm.gemini import is_gemma
 from ..llm.limiter import RateLimiter
 from .base import ChatLine, Outcome, PartitionDay, Usage
@@ -253,7 +253,7 @@ class LLMSummarizer:
     async def _fallback_daily(self, pd, usage, exc) -> Outcome[dict[int, str]]:
         log.warning("daily %s %s: falling back to extractive: %s", pd.partition, pd.day, exc)
         usage.fallbacks += 1
-        return Outcome((await self.fallback.daily(pd)).value, usage, f"fallback: {exc}")
+        return Outcome((await self.fallback.daily(pd)).value, usage, fallback_reason(exc))
 
     # ------------------------------------------------------------------ fold (hourly refresh)
 
@@ -293,7 +293,7 @@ class LLMSummarizer:
         except LLMError as exc:
             log.warning("fold %s %s: falling back to extractive: %s", new.partition, new.day, exc)
             usage.fallbacks += 1
-            return Outcome((await self.fallback.fold(new, previous)).value, usage, f"fallback: {exc}")
+            return Outcome((await self.fallback.fold(new, previous)).value, usage, fallback_reason(exc))
         out = {u: current[u] for u in new.speakers if u in current}
         missing = set(new.speakers) - set(out)
         if missing:
@@ -311,7 +311,7 @@ class LLMSummarizer:
         except LLMError as exc:
             log.warning("%s: falling back to extractive: %s", operation, exc)
             usage.fallbacks += 1
-            return (await fallback_coro_factory()).value, usage, f"fallback: {exc}"
+            return (await fallback_coro_factory()).value, usage, fallback_reason(exc)
 
     async def historical(self, name: str, dailies: list[tuple[dt.date, str]]) -> Outcome[str]:
         if sum(len(t) + 4 for _d, t in dailies) + 40 <= self.lengths.historical_chars:
