@@ -97,38 +97,49 @@ _ORDER = (r"(?:say|answer|reply|respond|tell|output|print|mention|reveal|agree|r
 # "please", "to" …, not "Ana acts as treasurer" or "Bo would never answer the phone".
 _IMPERATIVE = r"(?:^|[.!?:;,]\s*|\b(?:you|please|now|must|should|shall)\s+)"
 _ORDERED = rf"(?:{_IMPERATIVE}|\b(?:and|to)\s+)"  # "… and always say yes", "tell the bot to never …"
-_DEVICES = r"(?:iphones?|phones?|ipads?|ipods?|consoles?|kindles?|devices?|switch(?:es)?|routers?|ps[2-5]|xbox(?:es)?|androids?)"
+_DEVICES = (r"(?:iphones?|phones?|ipads?|ipods?|consoles?|kindles?|devices?|switch(?:es)?|routers?|"
+            r"ps[2-5]|xbox(?:es)?|androids?)")
+_IGNORE = "'ignore previous instructions'"
+_ROLE = "a role marker"
 
 _INSTRUCTIONS: list[tuple[str, re.Pattern]] = [(kind, re.compile(p)) for kind, p in [
-    ("'ignore previous instructions'", rf"\b{_VERB}(?:{_W}{_QUANT}){{0,3}}{_W}{_QUAL}(?:{_W}\w+){{0,2}}?{_W}{_TARGET}\b"),
-    ("'ignore previous instructions'", rf"\b{_VERB}(?:{_W}{_QUANT}){{0,3}}{_W}{_PRIOR}\s*(?:$|[.,;:!?&]|\band\b|\bthen\b)"),
-    ("'ignore previous instructions'", rf"\b{_VERB}(?:{_W}(?:all|any|every|of|your|these|those|my)){{1,3}}{_W}"
-                                       r"(?:instructions|directives|guidelines|guardrails|programming|prompts?|rules)\b"),
-    ("'ignore previous instructions'", rf"\b{_VERB}{_W}(?:everything|anything|all|what){_W}(?:{_PRIOR}|before|so far|"
-                                       r"(?:you|i)\W+(?:were\W+|was\W+|have\W+been\W+)?(?:told|said|know|learned))\b"),
-    ("'ignore previous instructions'", rf"\b{_F_VERB}(?:{_W}\w+){{0,3}}{_W}{_F_WORD}\b"),
-    ("'you are now …'", r"\byou\W*(?:are|re|r)\W+now\b|\bfrom now on\b|\byour new (?:role|task|instructions?|rules?|persona|identity|purpose|goal)\b|\bnew (?:system )?(?:instructions?|rules)\s*:"),
-    ("'act as …'", rf"{_IMPERATIVE}(?:act|behave|roleplay|role-play|pose) as\b|{_IMPERATIVE}pretend (?:to be|you\W*(?:are|re))\b"),
+    (_IGNORE, rf"\b{_VERB}(?:{_W}{_QUANT}){{0,3}}{_W}{_QUAL}(?:{_W}\w+){{0,2}}?{_W}{_TARGET}\b"),
+    (_IGNORE, rf"\b{_VERB}(?:{_W}{_QUANT}){{0,3}}{_W}{_PRIOR}\s*(?:$|[.,;:!?&]|\band\b|\bthen\b)"),
+    (_IGNORE, rf"\b{_VERB}(?:{_W}(?:all|any|every|of|your|these|those|my)){{1,3}}{_W}"
+              r"(?:instructions|directives|guidelines|guardrails|programming|prompts?|rules)\b"),
+    (_IGNORE, rf"\b{_VERB}{_W}(?:everything|anything|all|what){_W}(?:{_PRIOR}|before|so far|"
+              r"(?:you|i)\W+(?:were\W+|was\W+|have\W+been\W+)?(?:told|said|know|learned))\b"),
+    (_IGNORE, rf"\b{_F_VERB}(?:{_W}\w+){{0,3}}{_W}{_F_WORD}\b"),
+    ("'you are now …'", r"\byou\W*(?:are|re|r)\W+now\b|\bfrom now on\b|\bnew (?:system )?(?:instructions?|rules)\s*:"),
+    ("'you are now …'", r"\byour new (?:role|task|instructions?|rules?|persona|identity|purpose|goal)\b"),
+    ("'act as …'", rf"{_IMPERATIVE}(?:act|behave|roleplay|role-play|pose) as\b"),
+    ("'act as …'", rf"{_IMPERATIVE}pretend (?:to be|you\W*(?:are|re))\b"),
     ("'system prompt'", r"\bsystem\W*(?:prompt|message|instructions?)\b"),
-    ("'developer mode'", r"\b(?:developer|god|dan|jailbreak|unrestricted|unfiltered)\W*mode\b|\bdeveloper\W*(?:message|instructions?)\b"),
+    ("'developer mode'", r"\b(?:developer|god|dan|jailbreak|unrestricted|unfiltered)\W*mode\b"),
+    ("'developer mode'", r"\bdeveloper\W*(?:message|instructions?)\b"),
     ("'jailbreak'", rf"\bjailbr(?:eak|oke|oken|eaking)\w*\b(?!(?:{_W}\w+){{0,2}}{_W}{_DEVICES}\b)"),
-    ("'reveal your instructions'", r"\b(?:reveal|print|show|repeat|output|leak|display|tell me)\W+(?:me\W+)?(?:your|the)\W+(?:\w+\W+)?(?:instructions|prompt|guidelines|rules)\b"),
-    ("'always/never say …'", rf"{_ORDERED}(?:always|never)\W+(?:\w+\W+)?{_ORDER}\b|\b(?:reply|respond|answer)\W+only\b|"
-                             r"\byou\W+(?:must|should|shall|will|have to|need to)\W+(?:always|never|only)\b"),
-    ("a role marker", r"<\s*/?\s*(?:system|assistant|user|developer|messages?|instructions?|prompt|context|facts|tool|inst|sys|s)\b[^<>]{0,40}>|<\|[a-z_]+\|>|\[/?(?:inst|system|sys|assistant|user)\]|<<\s*/?sys\s*>>"),
-    ("a role marker", r"(?:^|\s)#{1,6}\s*(?:instructions?|system|assistant|user|response|prompt|new rules?)\b|(?:^|[.!?]\s*)(?:system|assistant|developer|user)\s*:"),
+    ("'reveal your instructions'", r"\b(?:reveal|print|show|repeat|output|leak|display|tell me)\W+(?:me\W+)?"
+                                   r"(?:your|the)\W+(?:\w+\W+)?(?:instructions|prompt|guidelines|rules)\b"),
+    ("'always/never say …'", rf"{_ORDERED}(?:always|never)\W+(?:\w+\W+)?{_ORDER}\b|\b(?:reply|respond|answer)\W+only\b"),
+    ("'always/never say …'", r"\byou\W+(?:must|should|shall|will|have to|need to)\W+(?:always|never|only)\b"),
+    (_ROLE, r"<\s*/?\s*(?:system|assistant|user|developer|messages?|instructions?|prompt|context|facts|tool|"
+            r"inst|sys|s)\b[^<>]{0,40}>"),
+    (_ROLE, r"<\|[a-z_]+\|>|\[/?(?:inst|system|sys|assistant|user)\]|<<\s*/?sys\s*>>"),
+    (_ROLE, r"(?:^|\s)#{1,6}\s*(?:instructions?|system|assistant|user|response|prompt|new rules?)\b"),
+    (_ROLE, r"(?:^|[.!?]\s*)(?:system|assistant|developer|user)\s*:"),
 ]]
 # Matched only when spaced-out letters were joined, on the text without any gaps at all:
 # "i g n o r e p r e v i o u s" has no word gaps left to match above.
 _SQUASHED = re.compile(r"(?:ignore|disregard|forget|override|bypass)(?:all|any|every|the|your|my)*"
-                       r"(?:previous|prior|above|earlier|preceding)(?:instructions?|rules|prompts?|directives|guidelines)"
-                       r"|systemprompt|developermode")
+                       r"(?:previous|prior|above|earlier|preceding)"
+                       r"(?:instructions?|rules|prompts?|directives|guidelines)|systemprompt|developermode")
 
 # ------------------------------------------------------------------ secrets
 
 # Token formats, case-sensitive, on NFKC text. Both refused in facts and redacted everywhere.
 _TOKENS: list[tuple[str, re.Pattern]] = [(kind, re.compile(p)) for kind, p in [
-    ("a private key", r"(?s)-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----)?"),
+    ("a private key", r"(?s)-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+                      r"(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----)?"),
     ("a GitHub token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
     ("an API key", r"\bsk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_\-]{20,}|\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"),
     ("a Google API key", r"\bAIza[0-9A-Za-z_\-]{35}"),
@@ -215,7 +226,7 @@ def instruction_kind(text: str) -> str | None:
         if any(pattern.search(form) for form in forms):
             return kind
     if _join_spaced(folded_raw)[1] and _SQUASHED.search(re.sub(r"[\W_]", "", folded_raw)):
-        return "'ignore previous instructions'"
+        return _IGNORE
     return None
 
 
