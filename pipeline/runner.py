@@ -17,6 +17,7 @@ from typing import Callable
 
 from .calendar import HISTORY_DAYS, day_bounds, days_between
 from .errors import MempipeError
+from .safety import redact
 from .stages.context import RunContext
 from .stages.daily import _UNKNOWN as _UNREAD
 from .stages.daily import load_partition_days, run_daily
@@ -216,7 +217,8 @@ async def _execute(ctx: RunContext, kind: str, date_from: dt.date | None, date_t
         else:
             reason = f"{exc.__class__.__name__}: {exc}"
         try:
-            ctx.store.finish_run(run_id, "failed", ctx.stats.columns(), ctx.now(), error=reason)
+            # stored and shown by `mempipe runs`: never with a secret an exception text may carry
+            ctx.store.finish_run(run_id, "failed", ctx.stats.columns(), ctx.now(), error=redact(reason))
         except MempipeError:
             log.error("could not record the failure of run %s", run_id)
         raise

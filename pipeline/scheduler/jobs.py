@@ -20,6 +20,7 @@ from typing import Any, Callable
 from ..clock import Clock, system_clock
 from ..config import Settings
 from ..errors import MempipeError
+from ..safety import redact
 from ..store import Store
 from .schedule import REFRESH, RETENTION, ROLLOVER, in_zone, kind_of
 
@@ -167,7 +168,7 @@ async def _run_locked(rt: Runtime, job_id: str) -> dict:
         outcome, error = "cancelled", CANCELLED
     except Exception as exc:  # recorded and logged; the schedule goes on
         outcome = "failed"
-        error = str(exc) if isinstance(exc, MempipeError) else f"{exc.__class__.__name__}: {exc}"
+        error = redact(str(exc) if isinstance(exc, MempipeError) else f"{exc.__class__.__name__}: {exc}")
     finally:
         rt.work.discard(work)
     return _finish(rt, job_id, started, t0, outcome, error, report)
