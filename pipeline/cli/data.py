@@ -85,7 +85,7 @@ def import_cmd(state: State, paths, fmt, visibility, include_bots):
             bar.update(n)
         report = import_files(store, list(paths), state.settings, fmt=fmt,
                               visibility=None if visibility == "public" else visibility,
-                              include_bots=include_bots, progress=progress)
+                              include_bots=include_bots, progress=progress, clock=state.clock)
     click.echo(f"read {report.read} messages, wrote {report.written}, skipped {report.skipped}, "
                f"cut {report.cut} over-long texts")
 
