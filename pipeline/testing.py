@@ -26,7 +26,7 @@ from .db.types import UtcDateTime
 from .errors import StoreError
 from .store.base import hashable  # the real store's dump rendering
 from .store.derived import CONTEXT_STATE, RETENTION_KEYS
-from .store.facts import SCRUBBED
+from .store.facts import SCRUBBED, scrub_reach
 from .store.locks import Lock, NullLock
 from .store.runs import ZERO_COUNTS
 
@@ -356,15 +356,12 @@ class InMemoryStageStore:
         return [_out(r, ("scope", "user_id", "facts")) for r in self._select("user_facts", scope=scope, user_id=user_ids)]
 
     @_recorded
-    def forgotten(self, user_ids=None) -> dict[int, list[str]]:
-        out: dict[int, list[str]] = defaultdict(list)
-        for r in self._select("forgotten_facts", user_id=user_ids):
-            out[r["user_id"]].append(r["fact"])
-        return dict(out)
+    def forgotten(self, user_ids=None) -> list[dict]:
+        return [_out(r, ("scope", "user_id", "fact")) for r in self._select("forgotten_facts", user_id=user_ids)]
 
     @_recorded
     def write_facts(self, scope, user_id, blob, now, forgotten=None, scrub=None) -> int:
-        """A facts blob; with `forgotten`, also recorded and scrubbed from the user's every text (one transaction)."""
+        """A facts blob; with `forgotten`, also recorded and scrubbed from every text `scrub` reaches (one transaction)."""
         with self._writing():
             self._upsert("user_facts", [{"scope": scope, "user_id": user_id, "facts": blob, "updated_at": now}])
             if forgotten is None:
@@ -372,9 +369,12 @@ class InMemoryStageStore:
             self._insert("forgotten_facts", {"id": next(self._ids["forgotten_facts"]), "scope": scope,
                                               "user_id": user_id, "fact": forgotten, "created_at": now})
             changed = 0
-            for table, col, _keys in SCRUBBED:
+            for table, col, keys in SCRUBBED:
+                reach, contexts = scrub_reach(table, scrub), set(scrub.contexts)
                 for key, row in list(self.tables[table.name].items()):
-                    if row["user_id"] == user_id and (cleaned := scrub(row[col])) != row[col]:
+                    if row[keys[0]] not in reach or (table.name == "memory_context" and key not in contexts):
+                        continue
+                    if (cleaned := scrub({k: row[k] for k in keys} | {"text": row[col]})) != row[col]:
                         self._update(table.name, key, {col: cleaned})
                         changed += 1
             return changed

@@ -54,7 +54,7 @@ class RunContext:
     dry_run: bool = False
     _gate: asyncio.Semaphore | None = field(default=None, repr=False)
     _writer: object | None = field(default=None, repr=False)
-    _forgotten: dict[int, list[str]] | None = field(default=None, repr=False)
+    _forgetting: object | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         # How runs on one database share work, chosen once:
@@ -101,15 +101,17 @@ class RunContext:
         """An in-process summarizer (extractive): a result costs nothing to recompute."""
         return bool(getattr(self.summarizer, "cheap", False))
 
-    def forgotten_for(self, user_ids) -> dict[int, list[str]]:
-        """Forgotten facts by user, read once per run (the table is small; facts commands that
-        add to it run their own merges)."""
-        if self._forgotten is None:
-            self._forgotten = self.store.forgotten()
-        return {u: self._forgotten[u] for u in user_ids if u in self._forgotten}
+    def forgetting(self):
+        """Forgotten facts and where each applies (stages/forgetting.py), read once per run (the
+        table is small; facts commands that add to it run their own merges)."""
+        if self._forgetting is None:
+            from .forgetting import load_forgetting  # it reads through merge, which imports this module
+
+            self._forgetting = load_forgetting(self.store)
+        return self._forgetting
 
     def forget_cache(self) -> None:
-        self._forgotten = None
+        self._forgetting = None
 
     def slot(self) -> asyncio.Semaphore:
         """Bounds the items in flight (partition-days, historical rows, merges): the model's

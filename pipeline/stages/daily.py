@@ -10,8 +10,8 @@ from ..hashing import input_hash
 from ..summarize.base import ChatLine, PartitionDay
 from ..summarize.markup import mentioned_channels, mentioned_ids
 from ..summarize.markup import render as render_markup
-from ..summarize.text import scrub
 from .context import RunContext
+from .forgetting import Applied
 from .refresh import Item, ItemStatus, next_attempts, refresh_item
 
 
@@ -86,13 +86,20 @@ def load_partition_days(ctx: RunContext, partition: str, guild_id: int | None,
             for day, msgs in sorted(by_day.items())}
 
 
-def daily_input_hash(pd: PartitionDay, forgotten: dict[int, list[str]], fingerprint: str) -> str:
+def daily_input_hash(pd: PartitionDay, forgotten: list, fingerprint: str) -> str:
+    """`forgotten`: the key of the forgotten facts that apply to the partition-day (Applied.key)."""
     return input_hash(
         "daily", pd.partition, pd.day, fingerprint,
         sorted(pd.speakers.items()),
         [(ln.message_id, ln.user_id, ln.ts, ln.text, ln.reply_to_name) for ln in pd.lines],
-        sorted((uid, facts) for uid, facts in forgotten.items() if uid in pd.speakers),
+        sorted(forgotten),
     )
+
+
+def _forgotten(ctx: RunContext, pd: PartitionDay) -> Applied:
+    """The forgotten facts of this partition that apply to what its speakers' summaries can say."""
+    texts = [*pd.speakers.values(), *(ln.text for ln in pd.lines), *(ln.reply_to_name or "" for ln in pd.lines)]
+    return ctx.forgetting().applied([pd.partition], pd.speakers, texts)
 
 
 _UNKNOWN = object()
@@ -109,9 +116,8 @@ async def run_daily(ctx: RunContext, partition: str, guild_id: int | None, day: 
     if pd is None:
         return ItemStatus.EMPTY
     ctx.stats.partition_days += 1
-    forgotten = ctx.forgotten_for(pd.speakers)
-    pd = dataclasses.replace(pd, forgotten=tuple(f for uid in sorted(forgotten) for f in forgotten[uid]))
-    key = daily_input_hash(pd, forgotten, ctx.summarizer.fingerprint("daily"))
+    forgotten = _forgotten(ctx, pd)  # applied to what the model writes, never quoted to it
+    key = daily_input_hash(pd, forgotten.key(), ctx.summarizer.fingerprint("daily"))
 
     def reread() -> dict | None:
         return ctx.store.partition_days_between(partition, day, day).get(day)
@@ -123,7 +129,7 @@ async def run_daily(ctx: RunContext, partition: str, guild_id: int | None, day: 
         ctx.stats.planned_prompt_tokens += tokens
 
     async def compute(existing: dict | None) -> None:
-        fold_from = _foldable_prefix(ctx, pd, forgotten, existing)
+        fold_from = _foldable_prefix(ctx, pd, existing)
         if fold_from:
             await _fold_daily(ctx, pd, key, forgotten, existing, fold_from)
         else:
@@ -137,8 +143,7 @@ async def run_daily(ctx: RunContext, partition: str, guild_id: int | None, day: 
     return status
 
 
-def _foldable_prefix(ctx: RunContext, pd: PartitionDay, forgotten: dict[int, list[str]],
-                     existing: dict | None) -> int:
+def _foldable_prefix(ctx: RunContext, pd: PartitionDay, existing: dict | None) -> int:
     """How many leading messages the stored summaries already cover, when the only change since
     is messages appended after them (the live day between refreshes); 0 when a full recompute is
     needed (an edit, a late message before the cursor, a rename, a prompt or model change)."""
@@ -150,11 +155,11 @@ def _foldable_prefix(ctx: RunContext, pd: PartitionDay, forgotten: dict[int, lis
     prefix = pd.lines[:n]
     users = {ln.user_id for ln in prefix}
     prefix_pd = PartitionDay(pd.partition, pd.day, prefix, {u: pd.speakers[u] for u in sorted(users)})
-    prefix_key = daily_input_hash(prefix_pd, forgotten, ctx.summarizer.fingerprint("daily"))
+    prefix_key = daily_input_hash(prefix_pd, _forgotten(ctx, prefix_pd).key(), ctx.summarizer.fingerprint("daily"))
     return n if prefix_key == existing["input_hash"] else 0
 
 
-async def _fold_daily(ctx: RunContext, pd: PartitionDay, key: str, forgotten: dict[int, list[str]],
+async def _fold_daily(ctx: RunContext, pd: PartitionDay, key: str, forgotten: Applied,
                       existing: dict, n: int) -> None:
     """Fold only the messages after the first `n` into the running summaries."""
     ctx.writer.flush()  # the running summaries may still be in the buffer
@@ -168,14 +173,14 @@ async def _fold_daily(ctx: RunContext, pd: PartitionDay, key: str, forgotten: di
     ctx.stats.daily_folded += 1
 
 
-async def _compute_daily(ctx: RunContext, pd: PartitionDay, key: str, forgotten: dict[int, list[str]],
+async def _compute_daily(ctx: RunContext, pd: PartitionDay, key: str, forgotten: Applied,
                          existing: dict | None) -> None:
     outcome = await ctx.summarizer.daily(pd)
     _store_outcome(ctx, pd, key, forgotten, existing, outcome, pd.speakers, {})
     ctx.stats.daily_computed += 1
 
 
-def _store_outcome(ctx: RunContext, pd: PartitionDay, key: str, forgotten: dict[int, list[str]],
+def _store_outcome(ctx: RunContext, pd: PartitionDay, key: str, forgotten: Applied,
                    existing: dict | None, outcome, asked: dict[int, str], summaries: dict[int, str]) -> None:
     """Keep the summaries of the speakers we asked about (any other id is dropped and counted),
     with forgotten facts scrubbed, and write the partition-day whole."""
@@ -184,7 +189,9 @@ def _store_outcome(ctx: RunContext, pd: PartitionDay, key: str, forgotten: dict[
         if uid not in asked:  # the summarizer named someone who did not speak
             ctx.stats.dropped_user_ids += 1
             continue
-        summaries[uid] = scrub(text, forgotten.get(uid, []), pd.speakers[uid])
+        summaries[uid] = text
+    # every summary, also the running ones a fold keeps: a fact forgotten since applies to them too
+    summaries = {uid: forgotten.scrub(text, uid, pd.speakers.get(uid, "")) for uid, text in summaries.items()}
     degraded = outcome.degraded_reason is not None
     ctx.writer.daily(
         {

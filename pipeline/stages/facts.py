@@ -1,14 +1,16 @@
 """remember / forget: rewrite a user's facts blob through the summarizer, then refresh the
-contexts that read it. Forgetting also scrubs every stored summary and context of the user and
-is remembered, so summaries recomputed later from chat history leave the fact out too."""
+contexts that read it. Forgetting also scrubs the stored summaries, facts and contexts it applies
+to (stages/forgetting.py) and is remembered, so summaries recomputed later from chat history
+leave the fact out too."""
 
 from __future__ import annotations
 
 from ..calendar import parse_scope
 from ..errors import InputError
 from ..safety import refusal_reason
-from ..summarize.text import clean, scrub
+from ..summarize.text import clean
 from .context import RunContext
+from .forgetting import reach_of_forget
 from .merge import MergeInputs, merge_one
 
 MAX_FACT_CHARS = 300
@@ -74,8 +76,8 @@ async def forget(ctx: RunContext, scope: str, user_id: int, fact: str) -> bool:
     outcome = await ctx.summarizer.forget(blob, fact, name)
     ctx.stats.record(outcome)
     new_blob, found = outcome.value
-    scrubbed = ctx.store.write_facts(scope, user_id, new_blob, ctx.now(), forgotten=fact,
-                                     scrub=lambda text: scrub(text, [fact], name))
+    reach = reach_of_forget(ctx.store, inputs, scope, user_id, fact)
+    scrubbed = ctx.store.write_facts(scope, user_id, new_blob, ctx.now(), forgotten=fact, scrub=reach)
     ctx.forget_cache()  # the new forgotten fact applies to the merges below
-    await _refresh_contexts(ctx, user_id, sorted({r["scope"] for r in ctx.store.contexts(user_id=user_id, text=False)}))
+    await _refresh_contexts(ctx, user_id, sorted(s for s, u in reach.contexts if u == user_id))
     return found or scrubbed > 0

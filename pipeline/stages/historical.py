@@ -8,7 +8,6 @@ from collections import defaultdict
 
 from ..calendar import days_between, history_days
 from ..hashing import input_hash
-from ..summarize.text import scrub
 from .context import RunContext
 from .refresh import Item, next_attempts, refresh_item
 
@@ -23,20 +22,21 @@ async def run_historical(ctx: RunContext, partition: str, guild_id: int | None, 
     existing = {r["user_id"]: r for r in ctx.store.historicals([day1], partition=partition)}
     key_of_guild = guild_id or 0
     names = {u: n for (_g, u), n in ctx.store.member_names(per_user, [key_of_guild]).items()}
-    forgotten = ctx.forgotten_for(per_user)
+    forgetting = ctx.forgetting()
     fingerprint = ctx.summarizer.fingerprint("historical")
 
     async def one_user(uid: int, rows: list[dict]) -> None:
         name = names.get(uid, "this member")
         dailies = [(r["day"], r["summary"]) for r in rows]
         inputs_degraded = any(r["degraded"] for r in rows)
+        forgotten = forgetting.applied([partition], [uid], [name, *(t for _d, t in dailies)])
 
         async def compute(old: dict | None) -> None:
             outcome = await ctx.summarizer.historical(name, dailies)
             ctx.stats.record(outcome)
             ctx.writer.historical({
                 "partition": partition, "user_id": uid, "day": day1,
-                "summary": scrub(outcome.value, forgotten.get(uid, []), name),
+                "summary": forgotten.scrub(outcome.value, uid, name),
                 "input_hash": key, "source_days": len(dailies),
                 "degraded": outcome.degraded_reason is not None or inputs_degraded,
                 "created_at": ctx.now(),
@@ -45,7 +45,7 @@ async def run_historical(ctx: RunContext, partition: str, guild_id: int | None, 
             })
             ctx.stats.historical_computed += 1
 
-        key = input_hash("historical", partition, uid, name, fingerprint, dailies, forgotten.get(uid, []))
+        key = input_hash("historical", partition, uid, name, fingerprint, dailies, forgotten.key())
         await refresh_item(ctx, Item(
             key=f"historical:{partition}:{uid}:{day1.isoformat()}", input_hash=key, stored=existing.get(uid),
             reread=lambda: next(iter(ctx.store.historicals([day1], partition=partition, user_ids=[uid])), None),

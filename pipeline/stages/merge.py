@@ -19,7 +19,6 @@ from ..calendar import Scope, parse_scope
 from ..hashing import input_hash
 from ..store import StageStorage
 from ..store.derived import CONTEXT_STATE
-from ..summarize.text import scrub
 from .context import RunContext
 from .historical import BUILT_FROM_DEGRADED
 from .refresh import Item, ItemStatus, next_attempts, refresh_item
@@ -103,11 +102,12 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
         if hist := inputs.hist.get((partition, d1, user_id)):
             hist_rows.append(hist)
     name = inputs.name(own_guild or 0, user_id) or "this member"
-    forgotten = ctx.forgotten_for([user_id]).get(user_id, [])
 
     facts = "\n".join(f for _s, f in facts_pairs)
     day1 = "\n".join(r["summary"] for r in day1_rows)
     historical = "\n".join(r["summary"] for r in hist_rows)
+    # the forgotten facts of every partition this context reads (stages/forgetting.py)
+    forgotten = ctx.forgetting().applied(sources, [user_id], [name, facts, day1, historical])
     made_from = {
         "facts": [[s, input_hash(f)] for s, f in facts_pairs],
         "day1": [[r["partition"], r["day"].isoformat(), r["input_hash"]] for r in day1_rows],
@@ -117,7 +117,7 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
     if not non_empty:
         return ItemStatus.EMPTY
     key = input_hash("merge", str(scope), user_id, name, ctx.summarizer.fingerprint("merge"),
-                     facts, day1, historical, forgotten)
+                     facts, day1, historical, forgotten.key())
 
     async def compute(existing: dict | None) -> None:
         degraded_reason = None
@@ -131,7 +131,7 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
         if degraded_reason is None and any(r["degraded"] for r in day1_rows + hist_rows):
             degraded_reason = BUILT_FROM_DEGRADED
         ctx.writer.context({
-            "scope": str(scope), "user_id": user_id, "context": scrub(text, forgotten, name),
+            "scope": str(scope), "user_id": user_id, "context": forgotten.scrub(text, user_id, name),
             "as_of_day": as_of, "made_at": ctx.now(), "input_hash": key, "inputs": made_from,
             "degraded": degraded_reason is not None, "degraded_reason": degraded_reason,
             "attempts": next_attempts(existing, own_reason),

@@ -29,7 +29,6 @@ class PartitionDay:
     day: dt.date
     lines: tuple[ChatLine, ...]
     speakers: dict[int, str]  # user_id -> display name
-    forgotten: tuple[str, ...] = ()  # facts the speakers asked to forget: never to be written
 
 
 @dataclass

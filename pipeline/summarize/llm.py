@@ -165,8 +165,7 @@ class LLMSummarizer:
         handles = self.handles(pd)
         speakers = sorted({ln.user_id for ln in lines})
         return render("daily", day=pd.day, speakers=[(handles[u], pd.speakers[u]) for u in speakers],
-                      lines=lines, handles=handles, target_chars=self.lengths.daily_chars,
-                      forgotten=list(pd.forgotten), part=part)
+                      lines=lines, handles=handles, target_chars=self.lengths.daily_chars, part=part)
 
     def chunks(self, pd: PartitionDay) -> list[tuple[ChatLine, ...]]:
         """Split a partition-day by time into pieces whose prompt fits the input budget."""
@@ -190,7 +189,7 @@ class LLMSummarizer:
         dropped = 0
 
         def prompt_for(items: list[tuple[int, list[str]]]) -> str:
-            return render("reduce", day=pd.day, target_chars=self.lengths.daily_chars, forgotten=list(pd.forgotten),
+            return render("reduce", day=pd.day, target_chars=self.lengths.daily_chars,
                           speakers=[(handles[u], pd.speakers[u], texts) for u, texts in items])
 
         while any(len(v) > 1 for v in partials.values()):
@@ -262,8 +261,7 @@ class LLMSummarizer:
         speakers = sorted({ln.user_id for ln in lines})
         return render("fold", day=pd.day, speakers=[(handles[u], pd.speakers[u]) for u in speakers],
                       previous=[(handles[u], previous[u]) for u in speakers if u in previous],
-                      lines=lines, handles=handles, target_chars=self.lengths.daily_chars,
-                      forgotten=list(pd.forgotten))
+                      lines=lines, handles=handles, target_chars=self.lengths.daily_chars)
 
     async def fold(self, new: PartitionDay, previous: dict[int, str]) -> Outcome[dict[int, str]]:
         """One call per chunk of new messages (usually one): each message is read once, plus the

@@ -115,10 +115,27 @@ def mentions_fact(sentence: str, fact: str, subject: str = "") -> bool:
     return fact_words <= set(tokens(sentence))
 
 
-def scrub(text: str, facts: list[str], subject: str = "") -> str:
-    """Remove every sentence of `text` that states one of `facts`, keeping the rest's layout."""
+def names_person(text: str | set[str], names) -> bool:
+    """True when the text (or its set of tokens) names the person by any word of any of their
+    names ("Ana" for "Ana Maria"); a name of stopwords only counts by all its words."""
+    words = text if isinstance(text, set) else set(tokens(text))
+    for name in names:
+        own = set(tokens(name))
+        significant = own - STOPWORDS
+        if (significant and significant & words) or (own and not significant and own <= words):
+            return True
+    return False
+
+
+def scrub(text: str, facts: list[str], subject: str = "", about=()) -> str:
+    """Remove every sentence of `text` that states one of `facts`, keeping the rest's layout.
+    `about`: the names of the person the facts are about, when the text is someone else's: a
+    sentence goes only when it also names them ("Ana told me …" in Bo's summary)."""
     if not facts or not text:
         return text
+
+    def states(piece: str) -> bool:
+        return any(mentions_fact(piece, f, subject) for f in facts) and (not about or names_person(piece, about))
     lines = []
     for line in text.split("\n"):
         # A leading label ("Ana: ", "Today: ") is kept even when its first sentence goes.
@@ -127,14 +144,14 @@ def scrub(text: str, facts: list[str], subject: str = "") -> str:
         label_match = (re.match(r"^((?:[^:“\n]{1,80}:\s+)+)(?=“)", line)
                        or re.match(r"^((?:Facts|Today|Past week(?: \([^)]*\))?):\s+)", line))
         label = label_match.group(1) if label_match else ""
-        if label and any(mentions_fact(label, f, subject) for f in facts):
+        if label and states(label):
             label = ""
         line = line[len(label):]
         parts = re.split(r"((?<=[.!?])\s+|\s+·\s+)", line)
         kept: list[str] = []
         for i in range(0, len(parts), 2):
             piece = parts[i]
-            if piece and any(mentions_fact(piece, f, subject) for f in facts):
+            if piece and states(piece):
                 continue
             if kept and i > 0:
                 kept.append(parts[i - 1])

@@ -9,6 +9,7 @@ from pipeline.summarize.text import (
     clean,
     content_tokens,
     mentions_fact,
+    names_person,
     pick,
     salience,
     scrub,
@@ -227,3 +228,20 @@ def test_scrub_ignores_the_subjects_possessive_name():
     # Found while writing these tests: "ana's" used to be a word of its own.
     out = scrub("Ana: “my cat is called Rex” · “I like green tea”", ["Ana's cat is called Rex"], "Ana")
     assert out == "Ana: “I like green tea”"
+
+
+# ---------------------------------------------------------------- someone else's sentences about a person
+
+def test_names_person_by_any_word_of_any_name():
+    assert names_person("Ana told me she moved", ["Ana Maria"])
+    assert names_person("Maria's new flat", ["Ana Maria", "Zed"])
+    assert not names_person("Bo moved to Porto", ["Ana Maria"])
+    assert not names_person("Anabel moved", ["Ana"])  # whole words only
+    assert names_person("I met the best today", ["The Best"]) and not names_person("the best day", ["The Bestest"])
+
+
+def test_scrub_about_a_person_keeps_sentences_that_do_not_name_them():
+    text = "Bo: “Ana told me her balcony beehive gave honey.” · “My uncle keeps a balcony beehive.”"
+    out = scrub(text, ["balcony beehive"], "Ana", about=["Ana"])
+    assert out == "Bo: “My uncle keeps a balcony beehive.”"
+    assert scrub(text, ["balcony beehive"], "Ana") == ""  # without `about`: every sentence stating it
