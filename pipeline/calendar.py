@@ -7,7 +7,8 @@ import re
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
-from .errors import ScopeError
+from .errors import IdError, ScopeError
+from .ids import parse_id
 
 UTC = dt.timezone.utc
 VISIBILITIES = ("public", "restricted", "dm")
@@ -39,13 +40,17 @@ class Scope:
 
 
 def parse_scope(text: str) -> Scope:
-    kind, _, ident = text.partition(":")
+    """A scope from its text; ScopeError (an IdError) when malformed or its id is not a 64-bit id."""
+    kind, _, ident = text.partition(":") if isinstance(text, str) else ("", "", "")
     # ASCII digits only: str.isdigit() also accepts "²" and Arabic-Indic digits
-    if kind not in ("guild", "channel", "dm") or not re.fullmatch(r"[0-9]{1,19}", ident):
+    if kind not in ("guild", "channel", "dm") or not re.fullmatch(r"[0-9]+", ident):
         raise ScopeError(
             f"bad scope {text!r}: use guild:<guild_id>, channel:<channel_id> or dm:<channel_id>"
         )
-    return Scope(kind, int(ident))
+    try:
+        return Scope(kind, parse_id(ident))
+    except IdError as exc:  # checked here, before a fact row is written under this scope
+        raise ScopeError(f"bad scope {text!r}: {exc}") from None
 
 
 def day_bounds(day: dt.date, tz: ZoneInfo) -> tuple[dt.datetime, dt.datetime]:

@@ -25,8 +25,14 @@ class InputError(MempipeError):
         super().__init__(f"{source}: {where}: {what}")
 
 
-class ScopeError(MempipeError):
-    pass
+class IdError(MempipeError, ValueError):
+    """An id that is not a 64-bit platform id (pipeline/ids.py), or a malformed scope: the one
+    error for a bad id wherever ids come in (scopes, get_context, the CLI). An import reports it
+    as an InputError naming the line."""
+
+
+class ScopeError(IdError):
+    """A malformed scope: not guild:<id>, channel:<id> or dm:<id>, or its id out of range."""
 
 
 class SummarizerError(MempipeError):

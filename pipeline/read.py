@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from .calendar import parse_scope
 from .config import Settings, load_settings
+from .ids import parse_id
 from .store import Store
 
 _settings: Settings | None = None
@@ -76,11 +77,13 @@ def reset() -> None:
 def get_context(scope: str, user_id: int, *, store: Store | None = None, database_url: str | None = None) -> Context | None:
     """The context a bot should read before answering `user_id` in `scope`, or None when there is
     no memory for them there. Raises StoreError when the database fails (never returns None for
-    an outage), ScopeError for a malformed scope.
+    an outage), IdError for bad input: a malformed scope (ScopeError, an IdError) or a user id
+    that is not a 64-bit id (a float, a bool, out of range), before the database is asked.
 
     database_url: default, the configured one (settings loaded once per process, see `reset`)."""
     _check_scope(scope)
-    row = (store or _store_for(database_url)).context_fast(scope, int(user_id))
+    user_id = parse_id(user_id, "user_id")  # int(1.16e18) would silently read another user's row
+    row = (store or _store_for(database_url)).context_fast(scope, user_id)
     if row is None:
         return None
     text, as_of, made, degraded = row
@@ -88,4 +91,4 @@ def get_context(scope: str, user_id: int, *, store: Store | None = None, databas
         as_of = dt.date.fromisoformat(as_of)
     if isinstance(made, str):
         made = dt.datetime.fromisoformat(made)
-    return Context(scope, int(user_id), text, as_of, made, bool(degraded))
+    return Context(scope, user_id, text, as_of, made, bool(degraded))

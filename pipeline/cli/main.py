@@ -18,11 +18,26 @@ from .. import __version__
 from ..calendar import parse_scope
 from ..clock import system_clock
 from ..config import load_settings
-from ..errors import MempipeError
+from ..errors import IdError, MempipeError
+from ..ids import parse_id
 from ..logs import FORMATS, configure_logging
 from ..store import Store
 
-SNOWFLAKE = click.IntRange(0, 2**63 - 1)  # 64-bit ids; larger numbers are refused, not overflowed
+
+class _Id(click.ParamType):
+    """A 64-bit platform id, by the one rule of pipeline/ids.py (click's INT would take "1_000",
+    "+5" and other scripts' digits)."""
+
+    name = "id"
+
+    def convert(self, value, param, ctx):
+        try:
+            return parse_id(value)
+        except IdError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+SNOWFLAKE = _Id()
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 

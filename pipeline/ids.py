@@ -1,0 +1,42 @@
+"""Platform ids — guilds, channels, users, messages (Discord snowflakes, Telegram chat and user
+ids) — are 64-bit integers stored as BIGINT. They are checked once, where they come in (scopes,
+`get_context`, the CLI, every importer), by `parse_id`; a bad one is an IdError and never reaches
+the database, where it would fail as an outage or, as a float, be silently rounded."""
+
+from __future__ import annotations
+
+import operator
+import re
+from typing import Any
+
+from .errors import IdError
+
+MAX_ID = 2**63 - 1
+_DIGITS = re.compile(r"[0-9]+")  # ASCII only: str.isdigit() also accepts "²" and "١٢"
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def parse_id(value: Any, what: str = "id") -> int:
+    """An id from an int (or anything int-like but a bool) or a string of ASCII digits, within
+    0..2**63-1. Floats are refused even when whole: 1.16e18 has already lost the id's last digits."""
+    if isinstance(value, str):
+        if not _DIGITS.fullmatch(value):
+            raise IdError(f"{what} not an integer: {_shown(value)}")
+        # more digits than 2**63-1 has: too large, without converting (int() refuses > 4300 digits)
+        number = int(value) if len(value.lstrip("0")) <= 19 else MAX_ID + 1
+    elif isinstance(value, bool) or isinstance(value, float):
+        raise IdError(f"{what} not an integer: {_shown(value)}")
+    else:
+        try:
+            number = operator.index(value)
+        except TypeError:
+            raise IdError(f"{what} not an integer: {_shown(value)}") from None
+    if number < 0:
+        raise IdError(f"{what} not an integer: {_shown(value)} is negative")
+    if number > MAX_ID:
+        raise IdError(f"{what} not an integer: {_shown(value)} is larger than 2**63-1")
+    return number
