@@ -23,7 +23,7 @@ def make_engine(url: str, *, pool_size: int = 5, max_overflow: int = 10) -> Engi
     if backend == "sqlite":
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = sa.create_engine(url)
+        engine = sa.create_engine(url, hide_parameters=True)  # errors and logs never show row values
 
         @sa.event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn, _record):  # pragma: no cover - trivial
@@ -39,5 +39,6 @@ def make_engine(url: str, *, pool_size: int = 5, max_overflow: int = 10) -> Engi
     if backend == "postgresql":
         if parsed.get_driver_name() != "psycopg":
             raise ConfigError(f"use the psycopg 3 driver: postgresql+psycopg://… (got {parsed.drivername})")
-        return sa.create_engine(url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True)
+        return sa.create_engine(url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True,
+                                hide_parameters=True)
     raise ConfigError(f"unsupported database {backend!r}: mempipe runs on SQLite or PostgreSQL")

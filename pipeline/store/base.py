@@ -2,7 +2,8 @@
 helper, and the inspection reads tests and `mempipe db status` use.
 
 Only pipeline/store/ runs SQL. Every driver error becomes a StoreError that names the operation
-and the database, so an outage raises instead of reading as "no data".
+and the database, so an outage raises instead of reading as "no data". Its text is the driver's
+own message: never the SQL's bound parameters, which hold other people's names and words.
 """
 
 from __future__ import annotations
@@ -46,8 +47,17 @@ def select_in(conn: Connection, make: Callable[[list], sa.Select], values: Itera
         yield from conn.execute(make(chunk))
 
 
-def _cause(exc: BaseException) -> object:
-    return getattr(exc, "orig", None) or exc
+def driver_message(exc: BaseException) -> str:
+    """A database error as the driver words it, without the SQL and its bound parameters
+    (SQLAlchemy's text has both) and, from PostgreSQL, without the DETAIL line (it can quote the
+    failing row)."""
+    inner = getattr(exc, "orig", None) or exc
+    primary = getattr(getattr(inner, "diag", None), "message_primary", None)
+    if primary:
+        return primary
+    if isinstance(inner, sa.exc.StatementError):  # no driver error under it: its own words only
+        return str(inner.args[0]) if inner.args else type(inner).__name__
+    return str(inner)
 
 
 def hashable(value: Any) -> Any:
@@ -75,7 +85,7 @@ class StoreBase:
                 store.close()
                 if not isinstance(exc, sa.exc.SQLAlchemyError):
                     raise
-                raise StoreError(f"cannot open database {store.safe_url}: {_cause(exc)}") from exc
+                raise StoreError(f"cannot open database {store.safe_url}: {driver_message(exc)}") from None
         return store
 
     @property
@@ -95,7 +105,7 @@ class StoreBase:
     # ------------------------------------------------------------------ the error boundary
 
     def error(self, op: str, exc: BaseException) -> StoreError:
-        return StoreError(f"database error while {op}: {_cause(exc)} (database: {self.safe_url})")
+        return StoreError(f"database error while {op}: {driver_message(exc)} (database: {self.safe_url})")
 
     @contextlib.contextmanager
     def _guarded(self, op: str, open_connection) -> Iterator[Connection]:
@@ -103,7 +113,9 @@ class StoreBase:
             with open_connection() as conn:
                 yield conn
         except sa.exc.SQLAlchemyError as exc:
-            raise self.error(op, exc) from exc
+            # not chained: the CLI prints causes and -v tracebacks, and the driver's exception
+            # holds the statement, its parameters and the failing row
+            raise self.error(op, exc) from None
 
     def reading(self, op: str):
         """A connection for reads; any driver error becomes a StoreError naming `op`."""

@@ -25,6 +25,7 @@ from sqlalchemy.pool import NullPool
 
 from ..db.queries import query
 from ..errors import StoreError
+from .base import driver_message
 
 
 def lock_key(name: str) -> int:
@@ -118,7 +119,7 @@ class PgAdvisoryLock:
         except sa.exc.SQLAlchemyError as exc:
             self._discard()
             raise StoreError(f"database error while taking the lock {self.name!r}: "
-                             f"{getattr(exc, 'orig', None) or exc} (database: {self.safe_url})") from exc
+                             f"{driver_message(exc)} (database: {self.safe_url})") from None
         self.held = bool(got)
         return self.held
 

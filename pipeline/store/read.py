@@ -11,6 +11,7 @@ from typing import Protocol
 
 from ..db.queries import query
 from ..errors import StoreError
+from .base import driver_message
 
 _NAMED = re.compile(r":(\w+)")
 
@@ -51,7 +52,8 @@ class ReadStore:
                     raw.invalidate()
                 except Exception:  # pragma: no cover - best effort on a broken connection
                     pass
-            raise StoreError(f"database error while reading a context: {exc} (database: {self.safe_url})") from exc
+            raise StoreError(f"database error while reading a context: {driver_message(exc)} "
+                             f"(database: {self.safe_url})") from None
 
     def close(self) -> None:
         local = self.__dict__.get("_read_local")
