@@ -249,8 +249,8 @@ def generate(spec: Spec, seed: int) -> Iterator[dict]:
                 }
                 if chan.name:
                     row["channel_name"] = chan.name
-                if chan.is_group:
-                    row["is_group"] = True
+                if chan.visibility == "dm":  # a bot knows, and says, which DMs are one-to-one
+                    row["is_group"] = chan.is_group
                 if recent and rng.random() < 0.15:
                     row["reply_to"] = str(rng.choice(recent[-10:]))
                 if rng.random() < 0.01:

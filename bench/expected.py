@@ -9,7 +9,8 @@ The minimum, for a run as of day 1 = D over days `window` (the stages in ARCHITE
 - merge: one call per context (scope, user) with at least two non-empty inputs among facts,
   day-1 summaries and historical summaries of the scope's source partitions (guild:G <- G;
   channel:C <- C + its guild; a one-to-one dm:D <- D + every partition the user posted in;
-  a group DM <- itself). A context with one non-empty input is that input: no call.
+  a group DM, or one the input does not call one-to-one <- itself). A context with one non-empty
+  input is that input: no call.
 The corpus has no facts, so a merge is needed exactly when the user has a day-1 daily and a
 historical summary among the sources.
 
@@ -34,13 +35,14 @@ class Activity:
     kind: dict[str, str] = field(default_factory=dict)              # partition -> guild|channel|dm
     guild: dict[str, int | None] = field(default_factory=dict)      # partition -> guild id
     group: set[str] = field(default_factory=set)                    # group-DM partitions
+    one_to_one: set[str] = field(default_factory=set)               # DMs the input says are one-to-one
     speakers: dict[tuple[str, dt.date], set[int]] = field(default_factory=lambda: defaultdict(set))
     chars: dict[dt.date, int] = field(default_factory=lambda: defaultdict(int))  # chat characters per local day
     messages: dict[dt.date, int] = field(default_factory=lambda: defaultdict(int))
     partitions_of: dict[int, set[str]] = field(default_factory=lambda: defaultdict(set))  # all-time, per user
-    # (partition, day) -> {(guild key, user)} mentioned; a name is known once the user posted in that guild
-    mentions: dict[tuple[str, dt.date], set[tuple[int, int]]] = field(default_factory=lambda: defaultdict(set))
-    first_post: dict[tuple[int, int], dt.date] = field(default_factory=dict)  # (guild key, user) -> first local day
+    # (partition, day) -> {(partition, user)} mentioned; a name is known once the user posted in that partition
+    mentions: dict[tuple[str, dt.date], set[tuple[str, int]]] = field(default_factory=lambda: defaultdict(set))
+    first_post: dict[tuple[str, int], dt.date] = field(default_factory=dict)  # (partition, user) -> first local day
 
     def users(self, days: Iterable[dt.date]) -> set[int]:
         days = set(days)
@@ -84,15 +86,16 @@ def activity(rows: Iterable[dict], timezones: dict[int, str]) -> Activity:
         act.guild[p] = int(row["guild_id"]) if row["guild_id"] else None
         if row.get("is_group"):
             act.group.add(p)
+        elif row.get("is_group") is False:
+            act.one_to_one.add(p)
         act.speakers[(p, day)].add(user)
         act.chars[day] += len(row["text"])
         act.messages[day] += 1
         act.partitions_of[user].add(p)
-        key = int(row["guild_id"] or 0)  # the members table's guild key (0: DMs)
-        if act.first_post.get((key, user), day) >= day:
-            act.first_post[(key, user)] = day
+        if act.first_post.get((p, user), day) >= day:  # names are learned per partition
+            act.first_post[(p, user)] = day
         for m in _MENTION.findall(row["text"]):
-            act.mentions[(p, day)].add((key, int(m)))
+            act.mentions[(p, day)].add((p, int(m)))
     return act
 
 
@@ -102,7 +105,7 @@ def _sources(act: Activity, scope: str, user: int, dm_speakers: dict[str, set[in
         return [scope]
     if kind == "channel":
         return [scope, f"guild:{act.guild[scope]}"]
-    private = scope not in act.group and len(dm_speakers[scope]) <= 1
+    private = scope in act.one_to_one and scope not in act.group and len(dm_speakers[scope]) <= 1
     return [scope] + sorted(act.partitions_of[user] - {scope}) if private else [scope]
 
 
@@ -112,7 +115,7 @@ def minimum(act: Activity, window: list[dt.date], day1: dt.date, *, names_from: 
 
     names_from: the first day whose messages this run's import added (a steady nightly run).
     A partition-day outside the window then also needs its call again when it mentions someone
-    who first posted in that guild on or after that day: the importer learns display names from
+    who first posted in that partition on or after that day: the importer learns display names from
     authors, so that mention read "@someone" in the earlier call and now reads "@Name"."""
     history = {day1 - dt.timedelta(days=i) for i in range(1, 7)}
     window = set(window)

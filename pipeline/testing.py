@@ -27,6 +27,7 @@ from .errors import StoreError
 from .store.base import hashable  # the real store's dump rendering
 from .store.derived import CONTEXT_STATE, RETENTION_KEYS
 from .store.facts import SCRUBBED, scrub_reach
+from .store.ingest import MESSAGE_IDENTITY
 from .store.locks import Lock, NullLock
 from .store.runs import ZERO_COUNTS
 
@@ -75,7 +76,7 @@ _TABLES = {t.name: t for t in metadata.sorted_tables}
 _KEYS = {name: tuple(c.name for c in t.primary_key.columns) for name, t in _TABLES.items()}
 # Arguments that are id or day collections: materialised (a generator is read once) and recorded
 # sorted and de-duplicated, as the SQL store binds them.
-_ID_ARGS = frozenset({"message_ids", "user_ids", "guild_keys", "channel_ids", "days"})
+_ID_ARGS = frozenset({"messages", "keys", "user_ids", "partitions", "channel_ids", "days"})
 _BATCH_ARGS = frozenset({"dailies", "historicals", "contexts", "touches", "rows"})
 
 
@@ -219,9 +220,9 @@ class InMemoryStageStore:
 
     @_recorded
     def write_messages(self, conn, rows) -> None:
-        def newer_edit(old, new):
-            if new["edited_ts"] is not None and (old["edited_ts"] is None or new["edited_ts"] > old["edited_ts"]):
-                return {"text": new["text"], "edited_ts": new["edited_ts"]}
+        def newer_edit(old, new):  # by (channel, message id); never for another author
+            newer = new["edited_ts"] is not None and (old["edited_ts"] is None or new["edited_ts"] > old["edited_ts"])
+            return {"text": new["text"], "edited_ts": new["edited_ts"]} if newer and new["user_id"] == old["user_id"] else None
         self._merge("chat_history", rows, newer_edit)
 
     @_recorded
@@ -230,14 +231,19 @@ class InMemoryStageStore:
                     if new["seen_at"] >= old["seen_at"] else None)
 
     @_recorded
-    def write_channels(self, conn, rows) -> None:
+    def write_channels(self, conn, rows) -> None:  # a group flag once seen wins; one-to-one only if said, never a group
         self._merge("channels", rows, lambda old, new: {
-            "is_group": old["is_group"] or new["is_group"], "name": new["name"] if new["name"] is not None else old["name"]})
+            "is_group": (group := old["is_group"] or new["is_group"]), "one_to_one": (old["one_to_one"] or new["one_to_one"])
+            and not group, "name": new["name"] if new["name"] is not None else old["name"]})
 
     @_recorded
     def stored_channels(self, conn, channel_ids) -> dict[int, dict]:
         return {r["channel_id"]: _out(r, ("channel_id", "guild_id", "visibility", "partition"))
                 for r in self._select("channels", channel_id=channel_ids)}
+
+    @_recorded
+    def stored_messages(self, conn, keys) -> dict[tuple[int, int], dict]:
+        return {k: _out(r, MESSAGE_IDENTITY) for k in keys if (r := self.tables["chat_history"].get(k))}
 
     # ------------------------------------------------------------------ the stages' reads (DerivedStorage)
 
@@ -254,18 +260,17 @@ class InMemoryStageStore:
     def messages_between(self, partition, start, end) -> list[dict]:
         start, end = _bind("chat_history", "ts", start), _bind("chat_history", "ts", end)
         rows = [m for m in self._select("chat_history", partition=partition) if start <= m["ts"] < end]
-        return [_out(m, ("message_id", "user_id", "text", "ts", "reply_to", "guild_id"))
-                for m in sorted(rows, key=lambda m: (m["ts"], m["message_id"]))]
+        return [_out(m, ("message_id", "channel_id", "user_id", "text", "ts", "reply_to", "guild_id"))
+                for m in sorted(rows, key=lambda m: (m["ts"], m["message_id"], m["channel_id"]))]
 
     @_recorded
-    def authors_of(self, message_ids) -> dict[int, int]:
-        rows = self.tables["chat_history"]
-        return {i: rows[(i,)]["user_id"] for i in message_ids if (i,) in rows}
+    def authors_of(self, messages) -> dict[tuple[int, int], int]:
+        return {k: r["user_id"] for k in messages if (r := self.tables["chat_history"].get(k))}  # by (channel, id)
 
     @_recorded
-    def member_names(self, user_ids=None, guild_keys=None) -> dict[tuple[int, int], str]:
-        return {(r["guild_key"], r["user_id"]): r["display_name"]
-                for r in self._select("members", user_id=user_ids, guild_key=guild_keys)}
+    def member_names(self, user_ids=None, partitions=None) -> dict[tuple[str, int], str]:
+        return {(r["partition"], r["user_id"]): r["display_name"]
+                for r in self._select("members", user_id=user_ids, partition=partitions)}
 
     @_recorded
     def channels(self, channel_ids=None) -> dict[int, dict]:
@@ -273,10 +278,8 @@ class InMemoryStageStore:
 
     @_recorded
     def dm_speaker_counts(self) -> dict[str, int]:
-        speakers: dict[str, set[int]] = defaultdict(set)
-        for m in self._select("chat_history", visibility="dm"):
-            speakers[m["partition"]].add(m["user_id"])
-        return {p: len(users) for p, users in speakers.items()}
+        dms = self._select("chat_history", visibility="dm")
+        return {p: len({m["user_id"] for m in dms if m["partition"] == p}) for p in {m["partition"] for m in dms}}
 
     @_recorded
     def partitions_of_users(self, user_ids) -> dict[int, list[str]]:

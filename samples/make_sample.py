@@ -76,6 +76,8 @@ def main() -> None:
             row["reply_to"] = str(reply_to)
         if edited:
             row["edited_ts"] = (ts + dt.timedelta(minutes=edited)).astimezone(offset).isoformat()
+        if visibility == "dm":
+            row["is_group"] = False  # both DMs are one-to-one, and say so (an unstated DM reads only itself)
         rows.append(row)
         return msg_id
 

@@ -35,14 +35,16 @@ TRUNCATE mempipe_stg_chat;
 COPY mempipe_stg_chat (message_id, guild_id, channel_id, visibility, partition, user_id, text, ts, reply_to, edited_ts, ingested_at) FROM STDIN (FORMAT BINARY);
 
 -- name: pg_staging_upsert
--- Idempotent by message id; a strictly newer edited_ts replaces text and edited_ts, nothing else.
--- DISTINCT ON is defensive: the importer already keeps one row (the newest edit) per message id.
+-- Idempotent by (channel_id, message_id); a strictly newer edited_ts by the same author replaces
+-- text and edited_ts, nothing else. DISTINCT ON is defensive: the importer already keeps one row
+-- (the newest edit) per message and refuses a copy by another author.
 INSERT INTO chat_history (message_id, guild_id, channel_id, visibility, partition, user_id, text, ts, reply_to, edited_ts, ingested_at)
-SELECT DISTINCT ON (message_id) message_id, guild_id, channel_id, visibility, partition, user_id, text, ts, reply_to, edited_ts, ingested_at FROM mempipe_stg_chat
-ORDER BY message_id, edited_ts DESC NULLS LAST
-ON CONFLICT (message_id) DO UPDATE SET text = EXCLUDED.text, edited_ts = EXCLUDED.edited_ts
+SELECT DISTINCT ON (channel_id, message_id) message_id, guild_id, channel_id, visibility, partition, user_id, text, ts, reply_to, edited_ts, ingested_at FROM mempipe_stg_chat
+ORDER BY channel_id, message_id, edited_ts DESC NULLS LAST
+ON CONFLICT (channel_id, message_id) DO UPDATE SET text = EXCLUDED.text, edited_ts = EXCLUDED.edited_ts
 WHERE EXCLUDED.edited_ts IS NOT NULL
-  AND (chat_history.edited_ts IS NULL OR EXCLUDED.edited_ts > chat_history.edited_ts);
+  AND (chat_history.edited_ts IS NULL OR EXCLUDED.edited_ts > chat_history.edited_ts)
+  AND chat_history.user_id = EXCLUDED.user_id;
 
 -- Locks (pipeline/store/locks.py): session advisory locks, keyed by a signed 64-bit hash of a name.
 

@@ -31,19 +31,24 @@ def _counts(*names: str, server_default: str | None = None) -> list[sa.Column]:
     return [sa.Column(n, sa.Integer, nullable=False, server_default=server_default) for n in names]
 
 
+# sql/migrations/0004_audience_keys.*.sql: a DM is one-to-one only when the input said so
+# (`one_to_one`) and never said it was a group; a message is (channel, message id); a display
+# name belongs to the partition it was seen in.
 channels = sa.Table(
     "channels", metadata, *_keys(channel_id=Id), *_optional(guild_id=Id),
     *_required(visibility=sa.Text, partition=sa.Text, is_group=sa.Boolean), *_optional(name=sa.Text),
+    *_required(one_to_one=sa.Boolean),
 )
 
 chat_history = sa.Table(
-    "chat_history", metadata, *_keys(message_id=Id), *_optional(guild_id=Id),
+    "chat_history", metadata, *_required(message_id=Id), *_optional(guild_id=Id),
     *_required(channel_id=Id, visibility=sa.Text, partition=sa.Text, user_id=Id, text=sa.Text, ts=UtcDateTime),
     *_optional(reply_to=Id, edited_ts=UtcDateTime), *_required(ingested_at=UtcDateTime),
+    sa.PrimaryKeyConstraint("channel_id", "message_id"),
 )
 
 members = sa.Table(
-    "members", metadata, *_keys(guild_key=Id, user_id=Id),
+    "members", metadata, *_keys(partition=sa.Text, user_id=Id),
     *_required(display_name=sa.Text, seen_at=UtcDateTime),
 )
 

@@ -6,14 +6,14 @@ reference{messageId}}].
 
 Mapping:
 - DirectTextChat / DirectGroupTextChat -> visibility dm, guild_id None (the export says guild
-  "0"), is_group for DirectGroupTextChat.
+  "0"), is_group False (one-to-one: the export says so) / True.
 - GuildPrivateThread -> restricted (only invited members can read it).
 - every other channel type -> public, or restricted when the caller says so.
 - skipped (yielded as None): system messages (any type but Default/Reply), bot authors unless
   include_bots, and messages with no content, attachments or stickers.
 - attachment-only messages read "[attachment: farm.png]"; attachments next to text are appended.
-- user_name = author.nickname or author.name; reply_to = reference.messageId of a Reply;
-  edited_ts = timestampEdited. Timestamps keep the exporter's offset (the store converts to UTC).
+- user_name = author.nickname or author.name; reply_to = reference.messageId of a Reply in the
+  same channel; edited_ts = timestampEdited. Timestamps keep the exporter's offset (the store converts to UTC).
 
 Ids stay strings here: MessageIn parses them as 64-bit integers.
 """
@@ -62,7 +62,7 @@ def read_discord(
             vis = "restricted"
         else:
             vis = visibility or "public"
-        is_group = False
+        is_group = None  # only a DM has a kind
 
     for index, msg in enumerate(messages):
         if not isinstance(msg, dict):
@@ -91,7 +91,9 @@ def read_discord(
         reply_to = None
         if mtype == "Reply":
             reference = msg.get("reference")
-            if isinstance(reference, dict):
+            # reply_to names a message of this channel; a reply quoting another channel (whose
+            # audience may differ) keeps no link to it
+            if isinstance(reference, dict) and str(reference.get("channelId") or channel_id) == str(channel_id):
                 reply_to = reference.get("messageId")
 
         yield where, {
@@ -113,11 +115,13 @@ def read_discord(
 def _load(source: str) -> dict[str, Any]:
     try:
         with open(source, "rb") as fh:
-            doc = json.load(fh)
+            data = fh.read()
+        doc = json.loads(data.decode("utf-8-sig"))
     except OSError as exc:
         raise InputError(source, "cannot open", exc.strerror or str(exc)) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(source, "top level", f"not UTF-8 text ({exc.reason})") from None
+    except UnicodeDecodeError as exc:  # located: the line holding the first bad byte
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(source, f"line {line}", f"not UTF-8 text ({exc.reason})") from None
     except json.JSONDecodeError as exc:
         raise InputError(source, f"line {exc.lineno}", f"invalid JSON: {exc.msg} (column {exc.colno})") from None
     if not isinstance(doc, dict):

@@ -1,8 +1,11 @@
 """The write path shared by every importer: validate, cut, batch, upsert — in one transaction.
 
-Idempotent by message id (the store upserts); a newer edit (a later edited_ts) replaces the text,
-an older or equal one does not. Any bad row aborts the whole import: nothing is written, and the
-InputError names the file (or "python") and the line or message id.
+A message is (channel, message id): ids are unique only within a channel (Telegram's are per
+chat), so the same id in another channel is another message. Idempotent by that key (the store
+upserts); a newer edit (a later edited_ts) replaces the text, an older or equal one does not, and
+a second copy that differs in anything else (author, time, reply) is refused: it would put one
+person's words under another's name. Any bad row aborts the whole import: nothing is written, and
+the InputError names the file (or "python") and the line or message id.
 """
 
 from __future__ import annotations
@@ -22,13 +25,17 @@ from ..clock import Clock, system_clock
 from ..config import Settings
 from ..errors import InputError
 from ..store import Store
+from ..store.ingest import MESSAGE_IDENTITY
 from .discord import read_discord
 from .jsonl import read_jsonl
 from .model import MessageIn, describe, parse_id
 
 BATCH_SIZE = 5000
 CUT_MARK = "…"
-DM_GUILD_KEY = 0  # members.guild_key for DMs
+NAME_CHARS = 64  # display names: a prompt shows many, and one may not crowd out the chat
+CHANNEL_NAME_CHARS = 100  # Discord's own limit
+# What a second copy of a message may not change (an edit changes text and edited_ts only), as said
+IDENTITY = dict(zip(MESSAGE_IDENTITY, ("author", "time", "reply")))
 
 Progress = Callable[[int], Any]
 Format = Literal["jsonl", "discord"]
@@ -180,8 +187,9 @@ class _Writer:
         self.max_chars = settings.max_message_chars
         self.now = now  # ingested_at of every message in this import
         self.pending = 0
-        self.messages: dict[int, dict[str, Any]] = {}
-        self.members: dict[tuple[int, int], dict[str, Any]] = {}
+        self.messages: dict[tuple[int, int], dict[str, Any]] = {}  # by (channel id, message id)
+        self.origin: dict[tuple[int, int], tuple[str, str]] = {}  # where each was read: (source, where)
+        self.members: dict[tuple[str, int], dict[str, Any]] = {}  # by (partition, user id)
         self.channels: dict[int, dict[str, Any]] = {}
         # channel id -> (visibility, guild id, partition, source, where) as first seen in this import
         self.audience: dict[int, tuple[str, int | None, str, str, str]] = {}
@@ -197,7 +205,7 @@ class _Writer:
 
         text = msg.text.replace("\x00", "\ufffd")  # PostgreSQL text cannot hold NUL
         if len(text) > self.max_chars:
-            text = text[: self.max_chars - len(CUT_MARK)] + CUT_MARK
+            text = _cut(text, self.max_chars)
             self.report.cut += 1
 
         row = {
@@ -205,27 +213,37 @@ class _Writer:
             "visibility": msg.visibility, "partition": partition, "user_id": msg.user_id, "text": text,
             "ts": msg.ts, "reply_to": msg.reply_to, "edited_ts": msg.edited_ts, "ingested_at": self.now,
         }
-        prev = self.messages.get(msg.message_id)
+        key = (msg.channel_id, msg.message_id)
+        prev = self.messages.get(key)
         if prev is None:
-            self.messages[msg.message_id] = row
+            self.messages[key], self.origin[key] = row, (source, where)
+        elif changed := _changed(row, prev):
+            earlier = self.origin[key]
+            raise InputError(source, where, _conflict(key, changed, earlier[1] if earlier[0] == source
+                                                      else f"{earlier[0]} {earlier[1]}"))
         elif _newer_edit(row["edited_ts"], prev["edited_ts"]):
             prev["text"], prev["edited_ts"] = row["text"], row["edited_ts"]
 
-        key = (msg.guild_id if msg.guild_id is not None else DM_GUILD_KEY, msg.user_id)
-        member = self.members.get(key)
-        if member is None or msg.ts >= member["seen_at"]:
-            self.members[key] = {"guild_key": key[0], "user_id": msg.user_id,
-                                 "display_name": msg.user_name, "seen_at": msg.ts}
+        # Names are learned per partition, from that partition's messages: a name seen only in a
+        # restricted channel or a DM never labels anyone elsewhere (ARCHITECTURE.md, "names").
+        name = _cut(msg.user_name.strip(), NAME_CHARS)
+        member = self.members.get((partition, msg.user_id))
+        if name and (member is None or msg.ts >= member["seen_at"]):
+            self.members[(partition, msg.user_id)] = {"partition": partition, "user_id": msg.user_id,
+                                                      "display_name": name, "seen_at": msg.ts}
 
+        # A DM is one-to-one only when the input says so; a group flag once seen wins.
+        channel_name = None if msg.channel_name is None else _cut(msg.channel_name, CHANNEL_NAME_CHARS)
         channel = self.channels.get(msg.channel_id)
         if channel is None:
-            self.channels[msg.channel_id] = {
+            self.channels[msg.channel_id] = channel = {
                 "channel_id": msg.channel_id, "guild_id": msg.guild_id, "visibility": msg.visibility,
-                "partition": partition, "is_group": msg.is_group, "name": msg.channel_name}
-        else:
-            channel["is_group"] = channel["is_group"] or msg.is_group
-            if msg.channel_name is not None:
-                channel["name"] = msg.channel_name
+                "partition": partition, "is_group": False, "name": channel_name, "one_to_one": False}
+        elif channel_name is not None:
+            channel["name"] = channel_name
+        channel["is_group"] = channel["is_group"] or msg.is_group is True
+        said_one_to_one = msg.visibility == "dm" and msg.is_group is False
+        channel["one_to_one"] = (channel["one_to_one"] or said_one_to_one) and not channel["is_group"]
 
         self.report.written += 1
         self.pending += 1
@@ -235,10 +253,11 @@ class _Writer:
     def flush(self) -> None:
         if self.messages:
             self._check_stored()
+            self._check_stored_messages()
             self.store.write_channels(self.conn, list(self.channels.values()))
             self.store.write_members(self.conn, list(self.members.values()))
             self.store.write_messages(self.conn, list(self.messages.values()))
-        self.messages, self.members, self.channels, self.pending = {}, {}, {}, 0
+        self.messages, self.origin, self.members, self.channels, self.pending = {}, {}, {}, {}, 0
         if self.progress is not None and self.report.read > self.reported:
             done, self.reported = self.report.read - self.reported, self.report.read
             self.progress(done)
@@ -259,6 +278,15 @@ class _Writer:
                 f"channel {msg.channel_id} is {_audience(msg.visibility, msg.guild_id, partition)} here but "
                 f"{_audience(*seen[:3])} at {earlier}: a channel has one visibility"))
 
+    def _check_stored_messages(self) -> None:
+        """Against what is stored — earlier imports, and earlier batches of this one (same
+        transaction): a message already there may get a newer text, nothing else."""
+        stored = self.store.stored_messages(self.conn, self.messages)
+        for key, row in self.messages.items():  # in input order: the first conflicting line is named
+            if key in stored and (changed := _changed(row, stored[key])):
+                source, where = self.origin[key]
+                raise InputError(source, where, _conflict(key, changed, None))
+
     def _check_stored(self) -> None:
         if not self.unchecked:
             return
@@ -273,8 +301,22 @@ class _Writer:
         self.unchecked.clear()
 
 
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - len(CUT_MARK)] + CUT_MARK
+
+
+def _changed(new: dict, old: Mapping) -> list[str]:
+    return [what for col, what in IDENTITY.items() if new[col] != old[col]]
+
+
 def _newer_edit(new: dt.datetime | None, old: dt.datetime | None) -> bool:
     return new is not None and (old is None or new > old)
+
+
+def _conflict(key: tuple[int, int], changed: list[str], earlier: str | None) -> str:
+    seen = f"earlier in this import ({earlier})" if earlier else "in the database"
+    return (f"message {key[1]} of channel {key[0]} is {seen} with another {' and '.join(changed)}: a message id "
+            f"names one message of its channel, and a later copy (an edit) may change only its text")
 
 
 def _audience(visibility: str, guild_id: int | None, partition: str) -> str:

@@ -18,22 +18,20 @@ def read_jsonl(path: str | os.PathLike) -> Iterator[tuple[str, dict[str, Any]]]:
     """Yield ("line N", row) for every non-blank line; InputError on unreadable or non-object lines."""
     source = os.fspath(path)
     try:
-        fh = open(path, encoding="utf-8-sig", newline=None)
+        fh = open(path, "rb")
     except OSError as exc:
         raise InputError(source, "cannot open", exc.strerror or str(exc)) from None
     with fh:
-        lineno = 0
-        while True:
+        # Line by line in bytes, each decoded on its own: a text stream decodes ahead in blocks, so
+        # bad UTF-8 on line 4 would be reported on line 1. Line ends: \n, \r\n (\r stripped below).
+        for lineno, raw in enumerate(fh, 1):
+            where = f"line {lineno}"
             try:
-                line = fh.readline()
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
             except UnicodeDecodeError as exc:
-                raise InputError(source, f"line {lineno + 1}", f"not UTF-8 text ({exc.reason})") from None
-            if not line:
-                return
-            lineno += 1
+                raise InputError(source, where, f"not UTF-8 text ({exc.reason} at byte {exc.start + 1})") from None
             if not line.strip():
                 continue
-            where = f"line {lineno}"
             try:
                 row = json.loads(line.rstrip("\r\n"))
             except json.JSONDecodeError as exc:

@@ -16,29 +16,14 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, fi
 from pydantic_core import PydanticCustomError
 
 from ..calendar import VISIBILITIES
+from ..ids import MAX_ID, parse_id  # noqa: F401  (re-exported: the importers use them from here)
 
-MAX_ID = 2**63 - 1
-_DIGITS = re.compile(r"[0-9]{1,19}")
 _TS_EXAMPLE = "2026-11-02T18:22:10+00:00"
-
-
-def parse_id(value: Any) -> int:
-    """A 64-bit id from an int or a string of ASCII digits; raises ValueError otherwise."""
-    if isinstance(value, bool):
-        raise ValueError(f"id not an integer: {value!r}")
-    if isinstance(value, int):
-        number = value
-    elif isinstance(value, str) and _DIGITS.fullmatch(value):
-        number = int(value)
-    elif isinstance(value, str) and value.isascii() and value.isdigit():
-        raise ValueError(f"id not an integer: {value!r} is larger than 2**63-1")
-    else:
-        raise ValueError(f"id not an integer: {value!r}")
-    if number < 0:
-        raise ValueError(f"id not an integer: {value!r} is negative")
-    if number > MAX_ID:
-        raise ValueError(f"id not an integer: {value!r} is larger than 2**63-1")
-    return number
+# What every stage can turn into local days and both databases store: nothing chats before 1970,
+# and a year of margin at the top keeps local-day arithmetic (±14 h, +1 day) within datetime.
+TS_MIN = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+TS_MAX = dt.datetime(9999, 1, 1, tzinfo=dt.timezone.utc)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def parse_timestamp(value: Any) -> dt.datetime:
@@ -54,7 +39,24 @@ def parse_timestamp(value: Any) -> dt.datetime:
         raise ValueError(f"bad timestamp {value!r}: use ISO-8601 text with a UTC offset, e.g. {_TS_EXAMPLE}")
     if parsed.tzinfo is None or parsed.utcoffset() is None:
         raise ValueError(f"timestamp {value!r} has no UTC offset (write it like {_TS_EXAMPLE})")
+    try:
+        in_range = TS_MIN <= parsed.astimezone(dt.timezone.utc) < TS_MAX
+    except OverflowError:  # year 1 east of UTC, year 9999 west of it
+        in_range = False
+    if not in_range:
+        raise ValueError(f"timestamp {value!r} is out of range: use a time from 1970 to 9998 (UTC)")
     return parsed
+
+
+def check_text(value: str, *, nul: bool) -> str:
+    """Text both databases can store, or ValueError saying where it is not: a lone UTF-16
+    surrogate (written by a broken encoder; no database encodes it) anywhere, a NUL where `nul`
+    is false (PostgreSQL text cannot hold one; message text has it replaced instead)."""
+    if (bad := _SURROGATE.search(value)) is not None:
+        raise ValueError(f"not text: a lone surrogate {bad.group()!r} at character {bad.start() + 1}")
+    if not nul and "\x00" in value:
+        raise ValueError(f"a NUL character at character {value.index(chr(0)) + 1}")
+    return value
 
 
 def _id(value: Any) -> int:
@@ -90,8 +92,20 @@ class MessageIn(BaseModel):
     ts: Timestamp
     reply_to: Id | None = None
     edited_ts: Timestamp | None = None
-    is_group: bool = False  # group DM: more than one human reader
+    # a DM's kind as the input states it: True a group, False one-to-one, None not said (then the
+    # DM is treated as a group: ARCHITECTURE.md, "scope", fail closed)
+    is_group: bool | None = None
     channel_name: str | None = None
+
+    @field_validator("text", "user_name", "channel_name")
+    @classmethod
+    def _storable(cls, value: str | None, info) -> str | None:
+        if value is None:
+            return None
+        try:
+            return check_text(value, nul=info.field_name == "text")
+        except ValueError as exc:
+            raise PydanticCustomError("text", str(exc)) from None
 
     @field_validator("visibility", mode="before")
     @classmethod

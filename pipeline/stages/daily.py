@@ -27,7 +27,7 @@ def _readable_channels(ctx: RunContext, partition: str, guild_id: int | None, me
 
 
 def _partition_day(partition: str, day: dt.date, messages: list[dict], names: dict[int, str],
-                   reply_authors: dict[int, int], channels: dict[int, str | None]) -> PartitionDay:
+                   reply_authors: dict[tuple[int, int], int], channels: dict[int, str | None]) -> PartitionDay:
     speakers: dict[int, str] = {}
     for m in messages:  # a speaker with no members row gets a neutral label, never its id
         if m["user_id"] not in speakers:
@@ -39,19 +39,20 @@ def _partition_day(partition: str, day: dt.date, messages: list[dict], names: di
             name=speakers[m["user_id"]],
             text=render_markup(m["text"], names, channels),
             ts=m["ts"],
-            reply_to_name=names.get(reply_authors.get(m["reply_to"], -1)) if m["reply_to"] else None,
+            reply_to_name=names.get(reply_authors.get((m["channel_id"], m["reply_to"]), -1)) if m["reply_to"] else None,
         )
         for m in messages
     )
     return PartitionDay(partition, day, lines, dict(sorted(speakers.items())))
 
 
-def _names_for(ctx: RunContext, guild_id: int | None, messages: list[dict], reply_authors: dict[int, int]):
+def _names_for(ctx: RunContext, partition: str, messages: list[dict], reply_authors: dict) -> dict[int, str]:
+    """Names of the speakers, the mentioned and the replied-to, as seen in this partition only:
+    anyone else reads as a placeholder (ARCHITECTURE.md, "names")."""
     wanted = {m["user_id"] for m in messages} | set(reply_authors.values())
     for m in messages:
         wanted |= mentioned_ids(m["text"])
-    key = guild_id or 0
-    return {u: n for (_g, u), n in ctx.store.member_names(wanted, [key]).items()}
+    return {u: n for (_p, u), n in ctx.store.member_names(wanted, [partition]).items()}
 
 
 def build_partition_day(ctx: RunContext, partition: str, guild_id: int | None, day: dt.date) -> PartitionDay | None:
@@ -70,11 +71,12 @@ def load_partition_days(ctx: RunContext, partition: str, guild_id: int | None,
     messages = ctx.store.messages_between(partition, start, end)
     if not messages:
         return {}
-    in_window = {m["message_id"]: m["user_id"] for m in messages}
-    replies = {m["reply_to"] for m in messages if m["reply_to"]}
+    # a reply names a message of its own channel: (channel id, message id)
+    in_window = {(m["channel_id"], m["message_id"]): m["user_id"] for m in messages}
+    replies = {(m["channel_id"], m["reply_to"]) for m in messages if m["reply_to"]}
     reply_authors = {r: in_window[r] for r in replies if r in in_window}
     reply_authors |= ctx.store.authors_of(replies - set(reply_authors)) if replies - set(reply_authors) else {}
-    names = _names_for(ctx, guild_id, messages, reply_authors)
+    names = _names_for(ctx, partition, messages, reply_authors)
     by_day: dict[dt.date, list[dict]] = {}
     wanted = set(days)
     for m in messages:

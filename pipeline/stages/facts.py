@@ -71,7 +71,7 @@ async def forget(ctx: RunContext, scope: str, user_id: int, fact: str) -> bool:
     if not fact:
         raise InputError("facts", "fact", "say what to forget")
     inputs = MergeInputs(ctx.store, [], [user_id])
-    name = inputs.name(inputs.guild_of(str(sc)) or 0, user_id) or ""
+    name = inputs.name(sc, user_id) or ""
     blob = _facts_blob(ctx, scope, user_id)
     outcome = await ctx.summarizer.forget(blob, fact, name)
     ctx.stats.record(outcome)

@@ -20,8 +20,7 @@ async def run_historical(ctx: RunContext, partition: str, guild_id: int | None, 
     for row in ctx.store.dailies(days_between(first, last), partition=partition):
         per_user[row["user_id"]].append(row)
     existing = {r["user_id"]: r for r in ctx.store.historicals([day1], partition=partition)}
-    key_of_guild = guild_id or 0
-    names = {u: n for (_g, u), n in ctx.store.member_names(per_user, [key_of_guild]).items()}
+    names = {u: n for (_p, u), n in ctx.store.member_names(per_user, [partition]).items()}  # this partition's
     forgetting = ctx.forgetting()
     fingerprint = ctx.summarizer.fingerprint("historical")
 

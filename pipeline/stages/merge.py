@@ -5,7 +5,9 @@ everyone who can read S (ARCHITECTURE.md, "scope"):
   guild:G   <- guild:G
   channel:C <- channel:C and guild:G (C's guild)
   dm:D      <- dm:D, plus the user's own rows from every partition they posted in, but only when
-               D is a one-to-one conversation; a group DM gets dm:D alone.
+               D is a one-to-one conversation; a group DM, or one whose kind the input never
+               stated, gets dm:D alone (fail closed).
+The name a merge is given is the user's name in the scope's own partition (ARCHITECTURE.md, "names").
 """
 
 from __future__ import annotations
@@ -66,8 +68,10 @@ class MergeInputs:
         return None
 
     def is_private_dm(self, partition: str) -> bool:
+        """One-to-one only when the input said so (and never that it is a group) and at most one
+        person has written in it; an unknown DM, or one whose kind was never stated, is not."""
         row = self.channels.get(int(partition.partition(":")[2]))
-        if row is not None and row["is_group"]:
+        if row is None or not row["one_to_one"] or row["is_group"]:
             return False
         return self.dm_speakers.get(partition, 0) <= 1
 
@@ -82,8 +86,9 @@ class MergeInputs:
             return [own] + [p for p in self.user_partitions(user_id) if p != own]
         return [own]
 
-    def name(self, guild_key: int, user_id: int) -> str | None:
-        return self.names.get((guild_key, user_id))
+    def name(self, scope: Scope | str, user_id: int) -> str | None:
+        """The user's display name in the scope's own partition (a one-to-one DM: the DM's own)."""
+        return self.names.get((str(scope), user_id))
 
 
 async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1For,
@@ -101,7 +106,7 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
             day1_rows.append(row)
         if hist := inputs.hist.get((partition, d1, user_id)):
             hist_rows.append(hist)
-    name = inputs.name(own_guild or 0, user_id) or "this member"
+    name = inputs.name(scope, user_id) or "this member"
 
     facts = "\n".join(f for _s, f in facts_pairs)
     day1 = "\n".join(r["summary"] for r in day1_rows)

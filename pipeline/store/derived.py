@@ -23,7 +23,7 @@ Batch = Sequence  # of (record, summaries, now) for dailies; of row dicts otherw
 CONTEXT_STATE = ("scope", "user_id", "input_hash", "as_of_day", "degraded", "degraded_reason", "attempts")
 # Retention deletes by these keys (the tables retention may touch).
 RETENTION_KEYS = {
-    "chat_history": ("message_id",),
+    "chat_history": ("channel_id", "message_id"),
     "partition_days": ("partition", "day"),
     "daily_summaries": ("partition", "day", "user_id"),
     "historical_summaries": ("partition", "user_id", "day"),
@@ -38,9 +38,9 @@ class DerivedStorage(Protocol):
 
     def partitions_between(self, start: dt.datetime, end: dt.datetime, guild_id: int | None = None) -> list[dict]: ...
     def messages_between(self, partition: str, start: dt.datetime, end: dt.datetime) -> list[dict]: ...
-    def authors_of(self, message_ids: Iterable[int]) -> dict[int, int]: ...
+    def authors_of(self, messages: Iterable[tuple[int, int]]) -> dict[tuple[int, int], int]: ...
     def member_names(self, user_ids: Iterable[int] | None = None,
-                     guild_keys: Iterable[int] | None = None) -> dict[tuple[int, int], str]: ...
+                     partitions: Iterable[str] | None = None) -> dict[tuple[str, int], str]: ...
     def channels(self, channel_ids: Iterable[int] | None = None) -> dict[int, dict]: ...
     def dm_speaker_counts(self) -> dict[str, int]: ...
     def partitions_of_users(self, user_ids: Iterable[int]) -> dict[int, list[str]]: ...
@@ -75,28 +75,36 @@ class DerivedStore:
 
     def messages_between(self, partition: str, start: dt.datetime, end: dt.datetime) -> list[dict]:
         c = chat_history.c
-        q = (sa.select(c.message_id, c.user_id, c.text, c.ts, c.reply_to, c.guild_id)
-             .where(c.partition == partition, c.ts >= start, c.ts < end).order_by(c.ts, c.message_id))
+        q = (sa.select(c.message_id, c.channel_id, c.user_id, c.text, c.ts, c.reply_to, c.guild_id)
+             .where(c.partition == partition, c.ts >= start, c.ts < end).order_by(c.ts, c.message_id, c.channel_id))
         return self.rows("reading messages", q)
 
-    def authors_of(self, message_ids: Iterable[int]) -> dict[int, int]:
+    def authors_of(self, messages: Iterable[tuple[int, int]]) -> dict[tuple[int, int], int]:
+        """Authors of (channel id, message id) messages: a reply names a message of its own channel."""
         c = chat_history.c
-        rows = self.rows_in("reading reply authors",
-                            lambda ids: sa.select(c.message_id, c.user_id).where(c.message_id.in_(ids)), message_ids)
-        return {r["message_id"]: r["user_id"] for r in rows}
+        by_channel: dict[int, list[int]] = defaultdict(list)
+        for channel_id, message_id in messages:
+            by_channel[channel_id].append(message_id)
+        out = {}
+        for channel_id, ids in sorted(by_channel.items()):
+            rows = self.rows_in("reading reply authors", lambda chunk, ch=channel_id: sa.select(
+                c.channel_id, c.message_id, c.user_id).where(c.channel_id == ch, c.message_id.in_(chunk)), ids)
+            out.update({(r["channel_id"], r["message_id"]): r["user_id"] for r in rows})
+        return out
 
     def member_names(self, user_ids: Iterable[int] | None = None,
-                     guild_keys: Iterable[int] | None = None) -> dict[tuple[int, int], str]:
-        """Display names by (guild key, user); DMs use guild key 0. None: every member."""
+                     partitions: Iterable[str] | None = None) -> dict[tuple[str, int], str]:
+        """Display names by (partition, user), each learned from that partition's own messages.
+        None: every user / every partition."""
         c = members.c
 
         def make(ids=None):
-            q = _narrowed(sa.select(c.guild_key, c.user_id, c.display_name), c.guild_key, guild_keys)
+            q = _narrowed(sa.select(c.partition, c.user_id, c.display_name), c.partition, partitions)
             return q if ids is None else q.where(c.user_id.in_(ids))
 
         rows = self.rows("reading member names", make()) if user_ids is None \
             else self.rows_in("reading member names", make, user_ids)
-        return {(r["guild_key"], r["user_id"]): r["display_name"] for r in rows}
+        return {(r["partition"], r["user_id"]): r["display_name"] for r in rows}
 
     def partition_days_between(self, partition: str, first: dt.date, last: dt.date) -> dict[dt.date, dict]:
         c = partition_days.c

@@ -2,13 +2,15 @@
 
 PostgreSQL takes a batch through binary COPY into a per-transaction staging table, then one
 INSERT … SELECT … ON CONFLICT (the named queries `pg_staging_*` in sql/queries.sql); SQLite
-takes one executemany upsert. Both: idempotent by message id; a strictly newer edited_ts
-replaces text and edited_ts, nothing else changes.
+takes one executemany upsert. Both: idempotent by (channel id, message id); a strictly newer
+edited_ts replaces text and edited_ts, nothing else changes, and never for another author (the
+importer refuses such a copy first; the upserts would leave the stored message alone).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections import defaultdict
 from typing import Any, Iterable, Protocol, Sequence
 
 import sqlalchemy as sa
@@ -20,6 +22,7 @@ from .base import Rows, insert_for, select_in
 
 UTC = dt.timezone.utc
 MESSAGE_COLUMNS = tuple(c.name for c in chat_history.columns)
+MESSAGE_IDENTITY = ("user_id", "ts", "reply_to")  # what a later copy of a message (an edit) may not change
 _MESSAGE_TIMES = frozenset(c.name for c in chat_history.columns
                            if isinstance(getattr(c.type, "impl", c.type), sa.DateTime))
 
@@ -32,6 +35,7 @@ class IngestStorage(Protocol):
     def write_members(self, conn: Connection, rows: Iterable[dict]) -> None: ...
     def write_channels(self, conn: Connection, rows: Iterable[dict]) -> None: ...
     def stored_channels(self, conn: Connection, channel_ids: Iterable[int]) -> dict[int, dict]: ...
+    def stored_messages(self, conn: Connection, keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], dict]: ...
 
 
 class IngestStore:
@@ -46,9 +50,10 @@ class IngestStore:
         newer = sa.and_(
             stmt.excluded.edited_ts.is_not(None),
             sa.or_(chat_history.c.edited_ts.is_(None), stmt.excluded.edited_ts > chat_history.c.edited_ts),
+            chat_history.c.user_id == stmt.excluded.user_id,
         )
         conn.execute(stmt.on_conflict_do_update(
-            index_elements=[chat_history.c.message_id],
+            index_elements=[chat_history.c.channel_id, chat_history.c.message_id],
             set_={"text": stmt.excluded.text, "edited_ts": stmt.excluded.edited_ts}, where=newer), list(rows))
 
     def write_members(self, conn: Connection, rows: Iterable[dict[str, Any]]) -> None:
@@ -56,7 +61,7 @@ class IngestStore:
         if rows:
             stmt = insert_for(conn)(members)
             conn.execute(stmt.on_conflict_do_update(
-                index_elements=[members.c.guild_key, members.c.user_id],
+                index_elements=[members.c.partition, members.c.user_id],
                 set_={"display_name": stmt.excluded.display_name, "seen_at": stmt.excluded.seen_at},
                 where=stmt.excluded.seen_at >= members.c.seen_at), rows)
 
@@ -64,9 +69,12 @@ class IngestStore:
         rows = list(rows)
         if rows:
             stmt = insert_for(conn)(channels)
+            group = sa.or_(channels.c.is_group, stmt.excluded.is_group)  # a group flag once seen wins
             conn.execute(stmt.on_conflict_do_update(
                 index_elements=[channels.c.channel_id],
-                set_={"is_group": sa.or_(channels.c.is_group, stmt.excluded.is_group),
+                set_={"is_group": group,
+                      # one-to-one only when said so and never said to be a group (fail closed)
+                      "one_to_one": sa.and_(sa.or_(channels.c.one_to_one, stmt.excluded.one_to_one), sa.not_(group)),
                       "name": sa.func.coalesce(stmt.excluded.name, channels.c.name)}), rows)
 
     def stored_channels(self, conn: Connection, channel_ids: Iterable[int]) -> dict[int, dict]:
@@ -75,6 +83,20 @@ class IngestStore:
         cols = (channels.c.channel_id, channels.c.guild_id, channels.c.visibility, channels.c.partition)
         rows = select_in(conn, lambda ids: sa.select(*cols).where(channels.c.channel_id.in_(ids)), channel_ids)
         return {r.channel_id: dict(r._mapping) for r in rows}
+
+    def stored_messages(self, conn: Connection, keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], dict]:
+        """Author, time and reply of the (channel id, message id) messages already stored, read
+        inside the caller's transaction (ingest refuses a copy that changes them)."""
+        by_channel: dict[int, list[int]] = defaultdict(list)
+        for channel_id, message_id in keys:
+            by_channel[channel_id].append(message_id)
+        c = chat_history.c
+        out = {}
+        for channel_id, ids in sorted(by_channel.items()):
+            rows = select_in(conn, lambda chunk, ch=channel_id: sa.select(c.channel_id, c.message_id, *(
+                c[k] for k in MESSAGE_IDENTITY)).where(c.channel_id == ch, c.message_id.in_(chunk)), ids)
+            out.update({(r.channel_id, r.message_id): {k: r._mapping[k] for k in MESSAGE_IDENTITY} for r in rows})
+        return out
 
     def count_messages(self) -> int:
         with self.reading("counting messages") as conn:

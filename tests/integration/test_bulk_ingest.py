@@ -199,7 +199,7 @@ def test_postgresql_ingest_goes_through_copy(store, settings, tmp_path, db_kind)
     assert len(inserts) == batches
     for statement, executemany in inserts:  # one set-based statement per batch, no row values
         assert not executemany
-        assert f"FROM {STAGING}" in statement and "ON CONFLICT (message_id) DO UPDATE" in statement
+        assert f"FROM {STAGING}" in statement and "ON CONFLICT (channel_id, message_id) DO UPDATE" in statement
         assert "VALUES" not in statement.upper()
     assert not log.matching(r"\bINSERT INTO chat_history\b.*\bVALUES\b")
     # the staging table: created once per transaction, emptied between batches

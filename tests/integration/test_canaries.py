@@ -211,19 +211,14 @@ def attack(store, settings, tmp_path, summarizer=None) -> None:
     replay(store, settings, "2026-11-01", "2026-11-02", now=now, force=True, **kw())
 
 
-# Until the privacy hardening lands these find leaks (duplicate ids, unknown DMs, names across
-# partitions, forgotten facts in other audiences' prompts); strict: they must start passing then.
-KNOWN_LEAKS = pytest.mark.xfail(strict=True, reason="privacy hardening (issue 10) not landed yet")
-
-
-@KNOWN_LEAKS
 def test_no_table_holds_a_canary_its_audience_may_not_read_offline(store, settings, tmp_path):
     attack(store, settings, tmp_path)
     assert scan_tables(store.engine) == []
 
 
 @pytest.fixture
-def gemini(settings):
+def gemini(settings, monkeypatch):
+    monkeypatch.setenv("GEMINI_API_KEY", "test-key")  # the fake server takes any key
     with FakeGemini(canned_answer) as server:
         s = settings.model_copy(deep=True)
         s.summarizer = "gemini"
@@ -235,7 +230,6 @@ def gemini(settings):
         yield server, s
 
 
-@KNOWN_LEAKS
 def test_no_row_and_no_model_request_crosses_an_audience_with_gemini(store, gemini, tmp_path):
     from pipeline.summarize import make_summarizer
 

@@ -63,15 +63,15 @@ def test_discord_exports_land_in_their_partitions(store, settings):
     assert history[1190000000000000101][1:5] == (None, 1170000000000000500, "dm", "dm:1170000000000000500")
     assert history[1190000000000000003][8] == 1190000000000000002  # reply_to
     assert history[1190000000000000004][9] == "2026-11-02T18:26:15.000000Z"  # edited_ts
-    assert rows["channels"] == [
-        (1170000000000000010, 1150000000000000001, "public", "guild:1150000000000000001", 0, "general"),
-        (1170000000000000500, None, "dm", "dm:1170000000000000500", 0, "ana.k"),
+    assert rows["channels"] == [  # is_group, name, one_to_one: the export says DirectTextChat
+        (1170000000000000010, 1150000000000000001, "public", "guild:1150000000000000001", 0, "general", 0),
+        (1170000000000000500, None, "dm", "dm:1170000000000000500", 0, "ana.k", 1),
     ]
-    assert sorted(rows["members"]) == [
-        (0, 1160000000000000001, "Ana", "2026-11-03T22:12:05.000000Z"),
-        (1150000000000000001, 1160000000000000001, "Ana", "2026-11-03T08:05:00.000000Z"),
-        (1150000000000000001, 1160000000000000002, "Bo", "2026-11-02T18:31:00.000000Z"),
-        (1150000000000000001, 1160000000000000003, "Cy", "2026-11-02T18:40:12.250000Z"),
+    assert sorted(rows["members"]) == [  # per partition
+        ("dm:1170000000000000500", 1160000000000000001, "Ana", "2026-11-03T22:12:05.000000Z"),
+        ("guild:1150000000000000001", 1160000000000000001, "Ana", "2026-11-03T08:05:00.000000Z"),
+        ("guild:1150000000000000001", 1160000000000000002, "Bo", "2026-11-02T18:31:00.000000Z"),
+        ("guild:1150000000000000001", 1160000000000000003, "Cy", "2026-11-02T18:40:12.250000Z"),
     ]
 
 
@@ -116,8 +116,8 @@ def test_one_bad_line_writes_nothing(store, settings, tmp_path, monkeypatch):
     import_files(store, [write_jsonl(tmp_path / "first.jsonl", [row(1, "kept"), row(2, "kept")])], settings)
     before = snapshot(store)
     monkeypatch.setattr("pipeline.ingest.importer.BATCH_SIZE", 4)  # the good file is flushed before the error
-    good = write_jsonl(tmp_path / "good.jsonl", [row(i, "new", user_name="Ana B", ts="2026-11-03T10:00:00+00:00",
-                                                     edited_ts="2026-11-03T10:00:00+00:00") for i in range(1, 10)])
+    good = write_jsonl(tmp_path / "good.jsonl", [row(i, "new", user_name="Ana B", edited_ts="2026-11-03T10:00:00+00:00")
+                                                 for i in range(1, 10)])
     bad = write_jsonl(tmp_path / "bad.jsonl", [row(20), row(21), row(22), row(23), row(24), row(25),
                                                row(26, ts="2026-11-02 18:22"), row(27)])
     flushed = []
@@ -155,7 +155,7 @@ def test_ingest_messages_from_python(store, settings):
         (2, None, 99, "dm", "dm:99", 5, "a DM", "2026-11-02T18:00:00.000000Z"),
         (3, 7, 8, "restricted", "channel:8", 5, "restricted", "2026-11-02T00:00:00.000000Z"),
     ]
-    assert rows["channels"][1] == (99, None, "dm", "dm:99", 1, None)
+    assert rows["channels"][1] == (99, None, "dm", "dm:99", 1, None, 0)  # a group: not one-to-one
 
 
 def test_members_keep_the_latest_display_name(store, settings):
@@ -165,9 +165,10 @@ def test_members_keep_the_latest_display_name(store, settings):
     ], settings)
     ingest_messages(store, [row(3, user_name="Annie", ts="2026-11-01T10:00:00+00:00")], settings)  # older
     assert snapshot(store)["members"] == [
-        (1150000000000000001, 1160000000000000001, "Ana K", "2026-11-03T10:00:00.000000Z")]
+        ("guild:1150000000000000001", 1160000000000000001, "Ana K", "2026-11-03T10:00:00.000000Z")]
     ingest_messages(store, [row(4, user_name="Ana Kraft", ts="2026-11-04T10:00:00+00:00")], settings)
-    assert store.member_names([1160000000000000001], [1150000000000000001]) == {(1150000000000000001, 1160000000000000001): "Ana Kraft"}
+    assert store.member_names([1160000000000000001], ["guild:1150000000000000001"]) == {
+        ("guild:1150000000000000001", 1160000000000000001): "Ana Kraft"}
 
 
 def test_a_stored_channel_keeps_its_visibility(store, settings, tmp_path):

@@ -62,9 +62,13 @@ def test_sqlite_without_a_file_and_claims_on_sqlite_need_no_lock(tmp_path):
 
 def test_the_staging_statements_list_chat_historys_columns_in_table_order():
     columns = [c.name for c in chat_history.columns]
+    key = [c.name for c in chat_history.primary_key.columns]
     for name in ("pg_staging_copy", "pg_staging_upsert"):
         lists = re.findall(r"\(([a-z_, ]+)\)", query(name))
         listed = [[c.strip() for c in group.split(",")] for group in lists if "," in group]
+        listed = [cols for cols in listed if cols != key]  # DISTINCT ON and ON CONFLICT name the key
         assert listed and all(cols == columns for cols in listed), (name, listed)
-    select = re.search(r"SELECT DISTINCT ON \(message_id\) (.+?) FROM", query("pg_staging_upsert"), re.S)
+    upsert = query("pg_staging_upsert")
+    assert f"DISTINCT ON ({', '.join(key)})" in upsert and f"ON CONFLICT ({', '.join(key)})" in upsert
+    select = re.search(r"SELECT DISTINCT ON \([a-z_, ]+\) (.+?) FROM", upsert, re.S)
     assert [c.strip() for c in select.group(1).split(",")] == columns

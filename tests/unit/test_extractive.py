@@ -307,13 +307,14 @@ class StubStore:
     def messages_between(self, partition, start, end):
         return [m for m in self.messages if start <= m["ts"] < end]
 
-    def authors_of(self, message_ids):
-        by_id = {m["message_id"]: m["user_id"] for m in self.messages}
-        return {mid: by_id[mid] for mid in message_ids if mid in by_id}
+    def authors_of(self, messages):  # (channel id, message id) -> author
+        by_key = {(m["channel_id"], m["message_id"]): m["user_id"] for m in self.messages}
+        return {key: by_key[key] for key in messages if key in by_key}
 
-    def member_names(self, user_ids=None, guild_keys=None):
-        # every name is known in guild 1, the partition's guild
-        return {(1, u): self.names[u] for u in user_ids if u in self.names and 1 in (guild_keys or [1])}
+    def member_names(self, user_ids=None, partitions=None):
+        # every name is known in guild:1, the partition
+        return {("guild:1", u): self.names[u] for u in user_ids
+                if u in self.names and "guild:1" in (partitions or ["guild:1"])}
 
     def channels(self, channel_ids=None):
         return {}  # no channel is known: a channel mention reads #channel
@@ -328,7 +329,7 @@ class StubContext:
 
 
 def _msg(mid, uid, text, hour, reply_to=None):
-    return {"message_id": mid, "user_id": uid, "text": text,
+    return {"message_id": mid, "channel_id": 7, "user_id": uid, "text": text,
             "ts": dt.datetime(2026, 11, 5, hour, tzinfo=UTC), "reply_to": reply_to, "guild_id": 1}
 
 

@@ -49,7 +49,7 @@ def test_guild_export_keeps_human_messages_and_skips_bot_and_system():
         assert msg.guild_id == 1150000000000000001
         assert msg.channel_id == 1170000000000000010
         assert msg.channel_name == "general"
-        assert msg.is_group is False
+        assert msg.is_group is None  # only a DM has a kind
 
 
 def test_ids_are_ints():
@@ -117,7 +117,7 @@ def test_dm_export_maps_to_dm_without_guild():
     for msg in kept.values():
         assert msg.visibility == "dm"
         assert msg.guild_id is None
-        assert msg.is_group is False
+        assert msg.is_group is False  # DirectTextChat: one-to-one, as the export says
         assert msg.channel_id == 1170000000000000500
         assert msg.user_id == 1160000000000000001
         assert msg.user_name == "Ana"

@@ -18,7 +18,7 @@ UTC = dt.timezone.utc
 
 
 class RecordingStore:
-    """The four store methods ingest uses; remembers what it was asked to write."""
+    """The store methods ingest uses; remembers what it was asked to write (nothing is stored)."""
 
     def __init__(self):
         self.messages, self.members, self.channels, self.transactions = [], [], [], 0
@@ -38,6 +38,9 @@ class RecordingStore:
         self.channels.extend(rows)
 
     def stored_channels(self, conn, channel_ids):
+        return {}
+
+    def stored_messages(self, conn, keys):
         return {}
 
 
@@ -81,11 +84,11 @@ def test_reads_lines_and_ignores_blank_ones(tmp_path, settings):
     assert first["ts"] == dt.datetime(2026, 11, 2, 18, 22, 10, tzinfo=UTC)
     assert second["reply_to"] == 1190000000000000001
     assert second["edited_ts"] == dt.datetime(2026, 11, 2, 18, 0, tzinfo=UTC)
-    assert store.members == [{"guild_key": 1150000000000000001, "user_id": 1160000000000000001,
+    assert store.members == [{"partition": "guild:1150000000000000001", "user_id": 1160000000000000001,
                               "display_name": "Ana", "seen_at": first["ts"]}]
     assert store.channels == [{"channel_id": 1170000000000000010, "guild_id": 1150000000000000001,
                                "visibility": "public", "partition": "guild:1150000000000000001",
-                               "is_group": False, "name": None}]
+                               "is_group": False, "name": None, "one_to_one": False}]
 
 
 def test_missing_field(tmp_path, settings):

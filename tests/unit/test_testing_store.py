@@ -75,12 +75,15 @@ def _snapshot(store) -> dict:
     users = [ANA, BO, CY, EVE, FAY, 1160000000000000004, 1160000000000000005]
     parts = [p["partition"] for p in store.partitions_between(dt.datetime(2026, 1, 1, tzinfo=UTC),
                                                               dt.datetime(2027, 1, 1, tzinfo=UTC))]
+    messages = {p: store.messages_between(p, dt.datetime(2026, 1, 1, tzinfo=UTC), dt.datetime(2027, 1, 1, tzinfo=UTC))
+                for p in parts}
+    keys = {(m["channel_id"], m["message_id"]) for ms in messages.values() for m in ms} | {(G1, 1)}
+    with store.transaction() as conn:
+        stored = store.stored_messages(conn, keys)
     return {
         **dump_derived(store),
-        "partitions": parts,
-        "messages": {p: store.messages_between(p, dt.datetime(2026, 1, 1, tzinfo=UTC),
-                                               dt.datetime(2027, 1, 1, tzinfo=UTC)) for p in parts},
-        "names": store.member_names(), "names_g1": store.member_names(users, [G1]),
+        "partitions": parts, "messages": messages, "authors": store.authors_of(keys), "stored": stored,
+        "names": store.member_names(), "names_g1": store.member_names(users, [f"guild:{G1}"]),
         "channels": store.channels(), "dm_speakers": store.dm_speaker_counts(),
         "user_partitions": store.partitions_of_users(users),
         "contexts": store.contexts(), "dm_scopes": store.context_scopes("dm:"),
@@ -155,7 +158,7 @@ def test_the_in_memory_store_matches_sqlite_step_by_step(sqlite_store, settings,
     msgs = {m["message_id"]: m for m in steps["replay again"][2]["messages"][f"guild:{G1}"]}
     assert msgs[1190000000000010020]["text"] == "I started learning redstone clocks from a book."
     assert msgs[1190000000000010031]["text"] == "lol"
-    assert steps["replay again"][2]["names"][(G1, BO)] == "Bo"
+    assert steps["replay again"][2]["names"][(f"guild:{G1}", BO)] == "Bo"
     assert steps["replay again"][2]["channels"][1170000000000000010]["name"] == "general"
     assert steps["remember, forget"][0][1] is True and steps["remember, forget"][2]["forgotten"]
     assert not any("shulker" in r[3].lower() for r in steps["remember, forget"][2]["daily_summaries"] if r[2] == ANA)
