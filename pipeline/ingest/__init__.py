@@ -6,8 +6,8 @@
   DiscordChatExporter JSON exports (`discord.py`).
 
 Each call is one transaction: a bad row writes nothing and raises InputError naming the file
-and the line or message id. Re-importing is idempotent by message id; a newer edit replaces the
-text.
+and the line or message id. Re-importing is idempotent by (channel, message id); a newer edit
+replaces the text, and a copy that changes anything else (author, time, reply) is refused.
 """
 
 from .importer import BATCH_SIZE, IngestReport, detect_format, import_files, ingest_messages
