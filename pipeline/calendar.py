@@ -42,15 +42,15 @@ class Scope:
 def parse_scope(text: str) -> Scope:
     """A scope from its text; ScopeError (an IdError) when malformed or its id is not a 64-bit id."""
     kind, _, ident = text.partition(":") if isinstance(text, str) else ("", "", "")
+    shown = repr(text) if len(repr(text)) <= 60 else repr(text)[:59] + "…"
     # ASCII digits only: str.isdigit() also accepts "²" and Arabic-Indic digits
-    if kind not in ("guild", "channel", "dm") or not re.fullmatch(r"[0-9]+", ident):
-        raise ScopeError(
-            f"bad scope {text!r}: use guild:<guild_id>, channel:<channel_id> or dm:<channel_id>"
-        )
+    if kind not in ("guild", "channel", "dm") or not re.fullmatch(r"0|[1-9][0-9]*", ident):
+        # one spelling per scope (no leading zeros): a scope is a key of stored rows
+        raise ScopeError(f"bad scope {shown}: use guild:<guild_id>, channel:<channel_id> or dm:<channel_id>")
     try:
         return Scope(kind, parse_id(ident))
     except IdError as exc:  # checked here, before a fact row is written under this scope
-        raise ScopeError(f"bad scope {text!r}: {exc}") from None
+        raise ScopeError(f"bad scope {shown}: {exc}") from None
 
 
 def day_bounds(day: dt.date, tz: ZoneInfo) -> tuple[dt.datetime, dt.datetime]:

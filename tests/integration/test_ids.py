@@ -22,11 +22,12 @@ TOO_BIG = 2**63
 SCOPE, ANA = "guild:1150000000000000001", 1160000000000000001
 
 
-@pytest.mark.parametrize("scope", [f"guild:{TOO_BIG}", "dm:9999999999999999999", f"channel:{2**64}"])
+@pytest.mark.parametrize("scope", [f"guild:{TOO_BIG}", "dm:9999999999999999999", f"channel:{2**64}",
+                                   "guild:" + "9" * 5000])
 def test_a_scope_id_beyond_64_bits_is_refused_before_anything_is_written(db_url, scope):
     with pytest.raises(ScopeError, match="2\\*\\*63") as err:
         parse_scope(scope)
-    assert isinstance(err.value, IdError)
+    assert isinstance(err.value, IdError) and len(str(err.value)) < 200
     runner = CliRunner()
     assert runner.invoke(cli, ["--db", db_url, "db", "upgrade"]).exit_code == 0
     result = runner.invoke(cli, ["--db", db_url, "facts", "remember", "--scope", scope, "--user", str(ANA),
@@ -36,6 +37,12 @@ def test_a_scope_id_beyond_64_bits_is_refused_before_anything_is_written(db_url,
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT COUNT(*) FROM user_facts")).scalar_one() == 0
     engine.dispose()
+
+
+def test_a_scope_has_one_spelling():
+    assert str(parse_scope("guild:0")) == "guild:0"
+    with pytest.raises(ScopeError):
+        parse_scope("guild:0009")  # stored rows are keyed by the scope's text: "guild:9" is the one
 
 
 @pytest.mark.parametrize("user_id", [TOO_BIG, -1, 1.16e18, float(ANA), True, "１２", "12a", None])
