@@ -30,6 +30,7 @@ from pipeline.stages.facts import forget
 from tests.fakes.gemini_server import FakeGemini
 from tests.fakes.responders import canned_answer
 from tests.helpers import make_context, replay
+from tests.integration.test_gemini import gemini_settings
 
 TOKEN = re.compile(r"ZQX[A-Z0-9]+")
 G1, G2 = 1150000000000000501, 1150000000000000502
@@ -220,14 +221,8 @@ def test_no_table_holds_a_canary_its_audience_may_not_read_offline(store, settin
 def gemini(settings, monkeypatch):
     monkeypatch.setenv("GEMINI_API_KEY", "test-key")  # the fake server takes any key
     with FakeGemini(canned_answer) as server:
-        s = settings.model_copy(deep=True)
-        s.summarizer = "gemini"
-        g = s.gemini
-        g.base_url, g.timeout_s, g.backoff_initial_s, g.backoff_max_s = server.url, 2.0, 0.01, 0.05
-        g.limits = {}
         # short targets, so that every text needs the model (text that fits passes through)
-        s.summary = s.summary.model_copy(update={"daily_chars": 40, "historical_chars": 40, "context_chars": 80})
-        yield server, s
+        yield server, gemini_settings(settings, server)
 
 
 def test_no_row_and_no_model_request_crosses_an_audience_with_gemini(store, gemini, tmp_path):
