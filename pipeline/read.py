@@ -81,7 +81,7 @@ def get_context(scope: str, user_id: int, *, store: Store | None = None, databas
     that is not a 64-bit id (a float, a bool, out of range), before the database is asked.
 
     database_url: default, the configured one (settings loaded once per process, see `reset`)."""
-    _check_scope(scope)
+    _check_scope(scope) if isinstance(scope, str) else parse_scope(scope)  # not a str: ScopeError, uncached
     user_id = parse_id(user_id, "user_id")  # int(1.16e18) would silently read another user's row
     row = (store or _store_for(database_url)).context_fast(scope, user_id)
     if row is None:

@@ -51,6 +51,12 @@ def test_get_context_refuses_a_bad_user_id_as_bad_input_not_an_outage(store, use
         get_context(SCOPE, user_id, store=store)
 
 
+@pytest.mark.parametrize("scope", [None, ["guild:1"], 5])
+def test_get_context_refuses_a_scope_that_is_not_text(store, scope):
+    with pytest.raises(ScopeError):
+        get_context(scope, ANA, store=store)
+
+
 def test_get_context_takes_an_id_as_int_or_digits(store):
     assert get_context(SCOPE, ANA, store=store) is None
     assert get_context(SCOPE, str(ANA), store=store) is None
