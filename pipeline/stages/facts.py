@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ..calendar import parse_scope
 from ..errors import InputError
+from ..ids import parse_id
 from ..safety import refusal_reason
 from ..summarize.text import clean
 from .context import RunContext
@@ -54,7 +55,7 @@ async def _refresh_contexts(ctx: RunContext, user_id: int, scopes: list[str]) ->
 
 
 async def remember(ctx: RunContext, scope: str, user_id: int, fact: str) -> str:
-    sc = parse_scope(scope)
+    sc, user_id = parse_scope(scope), parse_id(user_id, "user_id")  # before anything is written
     fact = check_fact(fact)
     outcome = await ctx.summarizer.remember(_facts_blob(ctx, scope, user_id), fact)
     ctx.stats.record(outcome)
@@ -66,7 +67,7 @@ async def remember(ctx: RunContext, scope: str, user_id: int, fact: str) -> str:
 
 
 async def forget(ctx: RunContext, scope: str, user_id: int, fact: str) -> bool:
-    sc = parse_scope(scope)
+    sc, user_id = parse_scope(scope), parse_id(user_id, "user_id")  # before anything is written
     fact = clean(fact)
     if not fact:
         raise InputError("facts", "fact", "say what to forget")

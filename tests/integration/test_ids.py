@@ -80,3 +80,18 @@ def test_an_import_refuses_a_bad_id_on_its_line(store, settings, tmp_path, value
     with pytest.raises(InputError, match="user_id") as err:
         import_files(store, [path], settings)
     assert err.value.where == "line 2" and store.count_messages() == 0
+
+
+@pytest.mark.parametrize("user_id", [TOO_BIG, 1.16e18, True])
+def test_remember_and_forget_refuse_a_bad_user_id_before_writing(store, settings, user_id):
+    import asyncio
+
+    from pipeline.stages.facts import forget, remember
+    from tests.helpers import make_context
+
+    ctx = make_context(store, settings)
+    with pytest.raises(IdError, match="user_id"):
+        asyncio.run(remember(ctx, SCOPE, user_id, "Ana studies statistics."))
+    with pytest.raises(IdError, match="user_id"):
+        asyncio.run(forget(ctx, SCOPE, user_id, "statistics"))
+    assert store.facts() == [] and store.forgotten() == []
