@@ -294,11 +294,12 @@ def test_rpm_limit_returns_429_with_retry_delay_and_window_counts():
 
 
 def test_rpm_window_slides():
-    with FakeGemini(rpm_limit=1, rate_window=0.2) as server:
+    # a 1 s window: a loaded machine must not let the window slide between the first two requests
+    with FakeGemini(rpm_limit=1, rate_window=1.0) as server:
         agenerate(server)
         with pytest.raises(errors.ClientError) as exc_info:
             agenerate(server)
-        time.sleep(0.25)
+        time.sleep(1.05)
         agenerate(server)
     assert exc_info.value.details["error"]["details"][-1]["retryDelay"] == "1s"  # ceil, at least 1 s
     assert [r.status_code for r in server.requests] == [200, 429, 200]
