@@ -40,6 +40,8 @@ def _partition_day(partition: str, day: dt.date, messages: list[dict], names: di
             text=render_markup(m["text"], names, channels),
             ts=m["ts"],
             reply_to_name=names.get(reply_authors.get((m["channel_id"], m["reply_to"]), -1)) if m["reply_to"] else None,
+            channel_id=m["channel_id"],
+            reply_to_user=reply_authors.get((m["channel_id"], m["reply_to"])) if m["reply_to"] else None,
         )
         for m in messages
     )

@@ -21,6 +21,10 @@ class ChatLine:
     text: str
     ts: dt.datetime
     reply_to_name: str | None = None
+    # Never shown to a model: the message's channel (provenance of a fact is (channel, message))
+    # and the author of the message it replies to (a fact may rest on a reply to its subject).
+    channel_id: int | None = None
+    reply_to_user: int | None = None
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,9 @@ class Outcome(Generic[T]):
     usage: Usage = field(default_factory=lambda: Usage(calls=1))
     degraded_reason: str | None = None  # set when a fallback produced the value
     dropped_user_ids: int = 0
+    # daily / fold only: facts proposed about the speakers (pipeline/memory/model.py), with
+    # sources relative to the lines of the PartitionDay the summarizer was given
+    facts: list = field(default_factory=list)
 
 
 class Summarizer(Protocol):
