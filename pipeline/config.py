@@ -60,8 +60,21 @@ class SummaryLengths(BaseModel):
 
     daily_chars: int = Field(300, ge=40)
     historical_chars: int = Field(500, ge=40)
-    context_chars: int = Field(1200, ge=80)
-    facts_chars: int = Field(800, ge=80, description="a user's facts per scope; remember drops the oldest beyond it")
+    context_chars: int = Field(1200, ge=80, description="the recent part of a context (today + past week)")
+
+
+class MemorySettings(BaseModel):
+    """Long-term memory (pipeline/memory/): what a fact must pass to be stored, when two facts
+    are the same, and how long a profile may be."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_confidence: float = Field(0.7, ge=0, le=1, description="below it a proposed fact is rejected")
+    min_grounding: float = Field(0.45, gt=0, le=1,
+                                 description="share of a fact's content words found in the messages it cites")
+    same_fact: float = Field(0.85, gt=0, le=1, description="similarity at or above which two facts are one")
+    global_min_confidence: float = Field(0.9, ge=0, le=1, description="a fact promoted to global needs this")
+    profile_words: int = Field(2000, ge=50, description="a profile's length budget")
 
 
 class ModelLimits(BaseModel):
@@ -90,7 +103,7 @@ class GeminiSettings(BaseModel):
     api_version: str | None = None
     models: dict[str, str] = Field(default_factory=lambda: {
         "daily": "gemini-2.5-flash", "historical": "gemini-2.5-flash", "merge": "gemini-2.5-flash",
-        "remember": "gemini-2.5-flash", "forget": "gemini-2.5-flash"})
+        "forget": "gemini-2.5-flash"})
     timeout_s: float = Field(60.0, gt=0)
     max_attempts: int = Field(4, ge=1, description="per item, then the extractive fallback")
     run_retry_budget: int = Field(200, ge=0, description="retries per run across all items")
@@ -154,6 +167,7 @@ class Settings(BaseSettings):
     pool_max_overflow: int = Field(10, ge=0)
     timezones: Timezones = Field(default_factory=Timezones)
     summary: SummaryLengths = Field(default_factory=SummaryLengths)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
     gemini: GeminiSettings = Field(default_factory=GeminiSettings)
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
 
