@@ -118,10 +118,10 @@ async def bring_up_to_date(ctx: RunContext, daily_days: list[dt.date] | None, as
         await run_historical(ctx, p["partition"], p["guild_id"], day1(p["guild_id"]))
         advance()
     scopes = [p["partition"] for p in parts]
-    if guild_id is None and (only_guilds is None or only_guilds(None)):
-        scopes += [s for s in ctx.store.context_scopes("dm:") if s not in scopes]
-        scopes += sorted({r["scope"] for r in ctx.store.facts()} - set(scopes))
-    await run_merges(ctx, scopes, day1)
+
+    def in_run(guild: int | None) -> bool:  # the scopes of this run (a guild, a timezone's rollover)
+        return (guild_id is None or guild == guild_id) and (only_guilds is None or only_guilds(guild))
+    await run_merges(ctx, scopes, day1, in_run)
     return counts
 
 

@@ -71,9 +71,20 @@ historical_summaries = sa.Table(
     *_optional(degraded_reason=sa.Text),
 )
 
-user_facts = sa.Table(
-    "user_facts", metadata, *_keys(scope=sa.Text, user_id=Id),
-    *_required(facts=sa.Text, updated_at=UtcDateTime),
+# sql/migrations/0005_long_term_memory.*.sql: structured facts (ARCHITECTURE.md, "facts") and
+# the per-(scope, user) profiles rendered from them.
+memory_facts = sa.Table(
+    "memory_facts", metadata, sa.Column("id", Id, primary_key=True),
+    *_required(user_id=Id, partition=sa.Text, level=sa.Text, category=sa.Text, text=sa.Text),
+    *_optional(fact_key=sa.Text), *_required(confidence=sa.Float), *_optional(event_day=LocalDate),
+    *_required(first_seen=LocalDate, last_seen=LocalDate, sources=JsonDocument, origin=sa.Text, status=sa.Text),
+    *_optional(superseded_on=LocalDate), *_required(input_hash=sa.Text, created_at=UtcDateTime, updated_at=UtcDateTime),
+)
+
+memory_profiles = sa.Table(
+    "memory_profiles", metadata, *_keys(scope=sa.Text, user_id=Id),
+    *_required(profile=sa.Text, input_hash=sa.Text), *_counts("fact_count"),
+    *_required(as_of_day=LocalDate, made_at=UtcDateTime),
 )
 
 forgotten_facts = sa.Table(
@@ -86,7 +97,13 @@ memory_context = sa.Table(
     *_required(context=sa.Text, as_of_day=LocalDate, made_at=UtcDateTime, input_hash=sa.Text,
                inputs=JsonDocument, degraded=sa.Boolean),
     *_optional(degraded_reason=sa.Text), *_counts("attempts", server_default="1"),
+    *_optional(recent=sa.Text, recent_hash=sa.Text),
 )
+
+# Facts proposed by the daily stage and what became of them, per run (validate.REASONS).
+FACT_COUNTS = ("facts_added", "facts_updated", "facts_unchanged", "facts_rejected_low_confidence",
+               "facts_rejected_ungrounded", "facts_rejected_unsafe", "facts_rejected_raw_id",
+               "facts_rejected_not_a_speaker", "facts_rejected_forgotten")
 
 pipeline_runs = sa.Table(
     "pipeline_runs", metadata, sa.Column("id", Id, primary_key=True), *_required(kind=sa.Text),
@@ -97,9 +114,10 @@ pipeline_runs = sa.Table(
              "errors", "dropped_user_ids"),
     *_counts("llm_calls", "retries", server_default="0"),
     sa.Column("estimated_cost", sa.Float, nullable=False, server_default="0"),
+    *_counts(*FACT_COUNTS, server_default="0"),
 )
 
-DERIVED_TABLES = (partition_days, daily_summaries, historical_summaries, memory_context)
+DERIVED_TABLES = (partition_days, daily_summaries, historical_summaries, memory_context, memory_profiles)
 
 # `mempipe serve` (sql/migrations/0003_scheduler.*.sql): per-job state and the current leader,
 # read by `mempipe status`. The APScheduler job store itself is in memory.

@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 
 from ..clock import Clock, system_clock
 from ..config import Settings
+from ..db.tables import FACT_COUNTS
 from ..store import Lock, StageStorage
 from ..store.locks import NullLock
 from ..summarize import Summarizer
@@ -19,6 +20,7 @@ from ..summarize.base import Outcome
 # Counts persisted as pipeline_runs columns, then counts only the CLI reports.
 PERSISTED_COUNTS = ("partition_days", "summarizer_calls", "prompt_tokens", "output_tokens", "cache_hits",
                     "fallbacks", "errors", "dropped_user_ids", "llm_calls", "retries", "estimated_cost")
+PERSISTED_COUNTS += FACT_COUNTS
 REPORTED_COUNTS = ("daily_computed", "daily_folded",  # daily_folded: of which only new messages were read
                    "historical_computed", "contexts_written", "planned_llm_calls", "planned_prompt_tokens")
 
@@ -33,6 +35,17 @@ class _Counting:
         self.retries += outcome.usage.retries
         self.estimated_cost += outcome.usage.cost
         self.dropped_user_ids += outcome.dropped_user_ids
+
+    def count_facts(self, counts) -> None:
+        """ADD / UPDATE / NOOP counts of stored facts (pipeline/memory/dedup.py)."""
+        self.facts_added += counts.get("added", 0)
+        self.facts_updated += counts.get("updated", 0)
+        self.facts_unchanged += counts.get("unchanged", 0)
+
+    def reject_fact(self, reason: str) -> None:
+        """A proposed fact that failed a rule (pipeline/memory/validate.py REASONS)."""
+        name = f"facts_rejected_{reason}"
+        setattr(self, name, getattr(self, name) + 1)
 
     def columns(self) -> dict[str, int]:
         return {k: getattr(self, k) for k in PERSISTED_COUNTS}
@@ -93,7 +106,8 @@ class RunContext:
         if self._writer is None:
             from .writes import Writer
 
-            self._writer = Writer(self.store, immediate=self.uses_claims or not self.cheap)
+            self._writer = Writer(self.store, immediate=self.uses_claims or not self.cheap,
+                                  same_fact=self.settings.memory.same_fact, on_facts=self.stats.count_facts)
         return self._writer
 
     @property

@@ -11,6 +11,7 @@ from ..summarize.base import ChatLine, PartitionDay
 from ..summarize.markup import mentioned_channels, mentioned_ids
 from ..summarize.markup import render as render_markup
 from .context import RunContext
+from .extraction import fact_rows
 from .forgetting import Applied
 from .refresh import Item, ItemStatus, next_attempts, refresh_item
 
@@ -172,7 +173,7 @@ async def _fold_daily(ctx: RunContext, pd: PartitionDay, key: str, forgotten: Ap
     new_users = sorted({ln.user_id for ln in new_lines})
     new_pd = dataclasses.replace(pd, lines=new_lines, speakers={u: pd.speakers[u] for u in new_users})
     outcome = await ctx.summarizer.fold(new_pd, {u: previous[u] for u in new_users if u in previous})
-    _store_outcome(ctx, pd, key, forgotten, existing, outcome, new_pd.speakers, dict(previous))
+    _store_outcome(ctx, pd, key, forgotten, existing, outcome, new_pd, dict(previous))
     ctx.stats.daily_computed += 1
     ctx.stats.daily_folded += 1
 
@@ -180,14 +181,17 @@ async def _fold_daily(ctx: RunContext, pd: PartitionDay, key: str, forgotten: Ap
 async def _compute_daily(ctx: RunContext, pd: PartitionDay, key: str, forgotten: Applied,
                          existing: dict | None) -> None:
     outcome = await ctx.summarizer.daily(pd)
-    _store_outcome(ctx, pd, key, forgotten, existing, outcome, pd.speakers, {})
+    _store_outcome(ctx, pd, key, forgotten, existing, outcome, pd, {})
     ctx.stats.daily_computed += 1
 
 
 def _store_outcome(ctx: RunContext, pd: PartitionDay, key: str, forgotten: Applied,
-                   existing: dict | None, outcome, asked: dict[int, str], summaries: dict[int, str]) -> None:
-    """Keep the summaries of the speakers we asked about (any other id is dropped and counted),
-    with forgotten facts scrubbed, and write the partition-day whole."""
+                   existing: dict | None, outcome, given: PartitionDay, summaries: dict[int, str]) -> None:
+    """Keep the summaries of the speakers we asked about (`given`: the whole day, or a fold's new
+    messages; any other id is dropped and counted), with forgotten facts scrubbed, and write the
+    partition-day whole, with the facts the answer proposed that pass validation (only a fold's
+    new messages are read for facts: the earlier ones were, at the last refresh)."""
+    asked = given.speakers
     ctx.stats.record(outcome)
     for uid, text in outcome.value.items():
         if uid not in asked:  # the summarizer named someone who did not speak
@@ -208,4 +212,5 @@ def _store_outcome(ctx: RunContext, pd: PartitionDay, key: str, forgotten: Appli
         },
         summaries,
         ctx.now(),
+        fact_rows(ctx, pd, given, list(outcome.facts), forgotten, key),
     )

@@ -1,7 +1,8 @@
-"""remember / forget: rewrite a user's facts blob through the summarizer, then refresh the
-contexts that read it. Forgetting also scrubs the stored summaries, facts and contexts it applies
-to (stages/forgetting.py) and is remembered, so summaries recomputed later from chat history
-leave the fact out too."""
+"""remember / forget: a manual fact row (confidence 1, source "manual", at the level of the scope
+it was said in, de-duplicated like an extracted one), or the deletion of every fact row that
+states what to forget; then the contexts that read them are refreshed. Forgetting also scrubs
+the stored summaries, profiles and contexts it applies to (stages/forgetting.py) and is
+remembered, so facts and summaries made later from chat history leave it out too."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from ..calendar import parse_scope
 from ..errors import InputError
 from ..ids import parse_id
 from ..safety import refusal_reason
-from ..summarize.text import clean
+from ..memory.validate import normalise_fact
+from ..summarize.text import clean, mentions_fact
 from .context import RunContext
+from .extraction import manual_row
 from .forgetting import reach_of_forget
 from .merge import MergeInputs, merge_one
 
@@ -32,11 +35,6 @@ def check_fact(fact: str) -> str:
     return fact
 
 
-def _facts_blob(ctx: RunContext, scope: str, user_id: int) -> str:
-    rows = ctx.store.facts(scope=scope, user_ids=[user_id])
-    return rows[0]["facts"] if rows else ""
-
-
 def _today_in(ctx: RunContext, inputs: MergeInputs, scope: str):
     return ctx.now().astimezone(ctx.tz_for_guild(inputs.guild_of(scope))).date()
 
@@ -55,30 +53,43 @@ async def _refresh_contexts(ctx: RunContext, user_id: int, scopes: list[str]) ->
 
 
 async def remember(ctx: RunContext, scope: str, user_id: int, fact: str) -> str:
+    """Store a fact about the user in this scope; returns it as stored."""
     sc, user_id = parse_scope(scope), parse_id(user_id, "user_id")  # before anything is written
     fact = check_fact(fact)
-    outcome = await ctx.summarizer.remember(_facts_blob(ctx, scope, user_id), fact)
-    ctx.stats.record(outcome)
-    ctx.store.write_facts(scope, user_id, outcome.value, ctx.now())
+    inputs = MergeInputs(ctx.store, [], [user_id])
+    text = normalise_fact(fact, inputs.name(sc, user_id) or "")
+    row = manual_row(ctx, str(sc), user_id, text, _today_in(ctx, inputs, str(sc)))
+    ctx.stats.count_facts(ctx.store.apply_facts([row], ctx.settings.memory.same_fact))
     # Contexts that may read this scope's facts: the scope itself and every context of the user
     # (merge_one applies the audience rule to decide which facts each may use).
     await _refresh_contexts(ctx, user_id, sorted({str(sc)} | {r["scope"] for r in ctx.store.contexts(user_id=user_id, text=False)}))
-    return outcome.value
+    return text
+
+
+def _readable_rows(inputs: MergeInputs, sources: list[str], user_id: int) -> list[dict]:
+    """Every fact row of the user the scope can read or could once (superseded history too)."""
+    allowed = set(sources)
+    return [r for r in inputs.fact_rows.get(user_id, ()) if r["level"] == "global" or r["partition"] in allowed]
 
 
 async def forget(ctx: RunContext, scope: str, user_id: int, fact: str) -> bool:
+    """Forget a fact about the user in this scope; True when something stated it."""
     sc, user_id = parse_scope(scope), parse_id(user_id, "user_id")  # before anything is written
     fact = clean(fact)
     if not fact:
         raise InputError("facts", "fact", "say what to forget")
     inputs = MergeInputs(ctx.store, [], [user_id])
     name = inputs.name(sc, user_id) or ""
-    blob = _facts_blob(ctx, scope, user_id)
-    outcome = await ctx.summarizer.forget(blob, fact, name)
+    rows = _readable_rows(inputs, inputs.source_partitions(sc, user_id), user_id)
+    outcome = await ctx.summarizer.forget([r["text"] for r in rows], fact, name)
     ctx.stats.record(outcome)
-    new_blob, found = outcome.value
+    # the model's answer, and every row that states it word for word (forgetting errs towards removing)
+    hits = {i for i in outcome.value if 0 <= i < len(rows)}
+    hits |= {i for i, r in enumerate(rows) if mentions_fact(r["text"], fact, name)}
     reach = reach_of_forget(ctx.store, inputs, scope, user_id, fact)
-    scrubbed = ctx.store.write_facts(scope, user_id, new_blob, ctx.now(), forgotten=fact, scrub=reach)
+    changed = ctx.store.forget_fact(scope, user_id, fact, ctx.now(), delete_ids=[rows[i]["id"] for i in hits],
+                                    scrub=reach)
     ctx.forget_cache()  # the new forgotten fact applies to the merges below
-    await _refresh_contexts(ctx, user_id, sorted(s for s, u in reach.contexts if u == user_id))
-    return found or scrubbed > 0
+    # every context of the user: a deleted global fact was readable in all of them
+    await _refresh_contexts(ctx, user_id, sorted({r["scope"] for r in ctx.store.contexts(user_id=user_id, text=False)}))
+    return bool(hits) or changed > 0

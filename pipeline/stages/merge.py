@@ -1,4 +1,11 @@
-"""Merge stage: facts + day-1 daily + historical -> one memory_context row per (scope, user).
+"""Merge stage: profile + day-1 daily + historical -> one memory_context row per (scope, user).
+
+A context is the user's profile (the facts the scope may read, pipeline/memory/profile.py), then
+the recent part: the summarizer's merge of today and the past week (a call only when both
+exist), or, when the user was silent all week, "Last active: <date>". The recent part is kept
+with its hash, so a changed profile re-renders the context without a model call. Every
+(scope, user) with durable memory has a context as of the current day 1; one left with no input
+at all is removed (never a stale "Today" from months ago).
 
 Privacy lives here. A context for scope S is built only from partitions whose audience contains
 everyone who can read S (ARCHITECTURE.md, "scope"):
@@ -19,6 +26,7 @@ from typing import Callable, Iterable
 
 from ..calendar import Scope, parse_scope
 from ..hashing import input_hash
+from ..memory.profile import profile_key, render, visible
 from ..store import StageStorage
 from ..store.derived import CONTEXT_STATE
 from .context import RunContext
@@ -37,15 +45,20 @@ class MergeInputs:
         users = None if user_ids is None else sorted(set(user_ids))
         self.channels = store.channels()
         self.dm_speakers = store.dm_speaker_counts()
-        self.facts: dict[int, list[tuple[str, str]]] = defaultdict(list)
-        for r in store.facts(user_ids=users):
-            self.facts[r["user_id"]].append((r["scope"], r["facts"]))
+        self.fact_rows: dict[int, list[dict]] = defaultdict(list)
+        for r in store.memory_facts(user_ids=users):
+            self.fact_rows[r["user_id"]].append(r)
+        prows = store.profiles(text=False) if users is None \
+            else [r for u in users for r in store.profiles(user_id=u, text=False)]
+        self.profiles = {(r["scope"], r["user_id"]): r for r in prows}
+        self._until = max(day1s, default=None)
+        self._last_active: dict[int, list[tuple[str, dt.date]]] | None = None
         self.daily = {(r["partition"], r["day"], r["user_id"]): r for r in store.dailies(day1s, user_ids=users)}
         self.hist = {(r["partition"], r["day"], r["user_id"]): r for r in store.historicals(day1s, user_ids=users)}
         self.names = store.member_names(users)
         rows = store.contexts(text=False) if users is None \
             else [r for u in users for r in store.contexts(user_id=u, text=False)]
-        self.contexts = {(r["scope"], r["user_id"]): {k: r[k] for k in CONTEXT_STATE} for r in rows}
+        self.contexts = {(r["scope"], r["user_id"]): {k: r.get(k) for k in CONTEXT_STATE} for r in rows}
         self._user_partitions: dict[int, list[str]] = {}
 
     def preload_user_partitions(self, user_ids: Iterable[int]) -> None:
@@ -86,6 +99,19 @@ class MergeInputs:
             return [own] + [p for p in self.user_partitions(user_id) if p != own]
         return [own]
 
+    def last_active(self, sources: list[str], user_id: int, as_of: dt.date, facts: list[dict]) -> dt.date | None:
+        """The user's latest day with a summary in these partitions (or, once summaries are gone,
+        the latest day a fact they may read was said), up to as_of."""
+        if self._last_active is None:
+            self._last_active = defaultdict(list)
+            found = self.store.last_active_days(self._until or as_of, sorted(self.fact_rows))
+            for (p, u), d in found.items():
+                self._last_active[u].append((p, d))
+        allowed = set(sources)
+        days = [d for p, d in self._last_active.get(user_id, ()) if p in allowed and d <= as_of]
+        days += [r["last_seen"] for r in facts if r["last_seen"] <= as_of]
+        return max(days, default=None)
+
     def name(self, scope: Scope | str, user_id: int) -> str | None:
         """The user's display name in the scope's own partition (a one-to-one DM: the DM's own)."""
         return self.names.get((str(scope), user_id))
@@ -93,12 +119,13 @@ class MergeInputs:
 
 async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1For,
                     inputs: MergeInputs) -> ItemStatus:
-    """Bring one context row up to date."""
-    own_guild = inputs.guild_of(str(scope))
-    as_of = day1_for(own_guild)
+    """Bring one context row (and its profile) up to date."""
+    key_of = (str(scope), user_id)
+    as_of = day1_for(inputs.guild_of(str(scope)))
     sources = inputs.source_partitions(scope, user_id)
-    allowed = set(sources)  # facts follow the same audience rule
-    facts_pairs = [(s, f) for s, f in inputs.facts.get(user_id, []) if s in allowed and f.strip()]
+    name = inputs.name(scope, user_id) or "this member"
+    memory = ctx.settings.memory
+    facts = visible(inputs.fact_rows.get(user_id, ()), sources, as_of)  # same audience rule as summaries
     day1_rows, hist_rows = [], []
     for partition in sources:
         d1 = day1_for(inputs.guild_of(partition))
@@ -106,40 +133,52 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
             day1_rows.append(row)
         if hist := inputs.hist.get((partition, d1, user_id)):
             hist_rows.append(hist)
-    name = inputs.name(scope, user_id) or "this member"
-
-    facts = "\n".join(f for _s, f in facts_pairs)
     day1 = "\n".join(r["summary"] for r in day1_rows)
     historical = "\n".join(r["summary"] for r in hist_rows)
+    stored = inputs.contexts.get(key_of)
+    if not facts and not day1 and not historical:
+        _remove_stale(ctx, inputs, key_of, as_of)
+        return ItemStatus.EMPTY
     # the forgotten facts of every partition this context reads (stages/forgetting.py)
-    forgotten = ctx.forgetting().applied(sources, [user_id], [name, facts, day1, historical])
+    forgotten = ctx.forgetting().applied(sources, [user_id], [name, day1, historical, *(f["text"] for f in facts)])
+    pkey = profile_key(name, facts, max_words=memory.profile_words, same_fact=memory.same_fact) if facts else None
+    recent_key = input_hash("recent", name, ctx.summarizer.fingerprint("merge"), day1, historical,
+                            forgotten.key()) if day1 or historical else None
+    last_active = None if recent_key else inputs.last_active(sources, user_id, as_of, facts)
+    key = input_hash("merge", str(scope), user_id, name, pkey, recent_key, last_active, forgotten.key())
     made_from = {
-        "facts": [[s, input_hash(f)] for s, f in facts_pairs],
+        "profile": pkey,
         "day1": [[r["partition"], r["day"].isoformat(), r["input_hash"]] for r in day1_rows],
         "historical": [[r["partition"], r["day"].isoformat(), r["input_hash"]] for r in hist_rows],
     }
-    non_empty = [t for t in (facts, day1, historical) if t]
-    if not non_empty:
-        return ItemStatus.EMPTY
-    key = input_hash("merge", str(scope), user_id, name, ctx.summarizer.fingerprint("merge"),
-                     facts, day1, historical, forgotten.key())
+    profile_text = _profile(ctx, inputs, key_of, name, facts, pkey, as_of, forgotten)
 
     async def compute(existing: dict | None) -> None:
-        degraded_reason = None
-        if len(non_empty) == 1:
-            text = non_empty[0]  # nothing to merge: no summarizer call
-        else:
-            outcome = await ctx.summarizer.merge(name, facts, day1, historical)
-            ctx.stats.record(outcome)
-            text, degraded_reason = outcome.value, outcome.degraded_reason
-        own_reason = degraded_reason
-        if degraded_reason is None and any(r["degraded"] for r in day1_rows + hist_rows):
-            degraded_reason = BUILT_FROM_DEGRADED
+        recent, degraded_reason, own_reason, attempts = "", None, None, None
+        if recent_key:
+            if (existing is not None and existing.get("recent_hash") == recent_key and not ctx.force
+                    and not ctx.retry_degraded(existing)):
+                row = ctx.store.contexts(str(scope), user_id)[0]  # only the profile changed: no call
+                recent, degraded_reason, attempts = row["recent"] or "", row["degraded_reason"], row["attempts"]
+            elif day1 and historical:
+                outcome = await ctx.summarizer.merge(name, day1, historical)
+                ctx.stats.record(outcome)
+                recent, degraded_reason = outcome.value, outcome.degraded_reason
+                own_reason = degraded_reason
+            else:  # nothing to merge: no summarizer call, labelled as a merge would be
+                recent = f"Today: {day1}" if day1 else \
+                    historical if historical.startswith("Past week") else f"Past week: {historical}"
+            if degraded_reason is None and any(r["degraded"] for r in day1_rows + hist_rows):
+                degraded_reason = BUILT_FROM_DEGRADED
+            recent = forgotten.scrub(recent, user_id, name)
+        parts = [profile_text(), recent, f"Last active: {last_active.isoformat()}" if last_active else ""]
         ctx.writer.context({
-            "scope": str(scope), "user_id": user_id, "context": forgotten.scrub(text, user_id, name),
+            "scope": str(scope), "user_id": user_id,
+            "context": forgotten.scrub("\n\n".join(p for p in parts if p), user_id, name),
             "as_of_day": as_of, "made_at": ctx.now(), "input_hash": key, "inputs": made_from,
             "degraded": degraded_reason is not None, "degraded_reason": degraded_reason,
-            "attempts": next_attempts(existing, own_reason),
+            "attempts": attempts if attempts is not None else next_attempts(existing, own_reason),
+            "recent": recent or None, "recent_hash": recent_key,
         })
         ctx.stats.contexts_written += 1
 
@@ -155,32 +194,83 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
             ctx.writer.touch(str(scope), user_id, as_of)
 
     return await refresh_item(ctx, Item(
-        key=f"merge:{scope}:{user_id}", input_hash=key, stored=inputs.contexts.get((str(scope), user_id)),
+        key=f"merge:{scope}:{user_id}", input_hash=key, stored=stored,
         reread=reread, compute=compute, settled=newer, on_cached=moved))
 
 
-async def run_merges(ctx: RunContext, partitions: list[str], day1_for: Day1For) -> None:
+class _ProfileText:
+    """A profile's text, rendered at most once and only when something needs it."""
+
+    def __init__(self, ctx: RunContext, name: str, user_id: int, facts: list[dict], forgotten):
+        self.ctx, self.name, self.user_id, self.facts, self.forgotten = ctx, name, user_id, facts, forgotten
+        self._text: str | None = None
+        self.fact_count = 0
+
+    def __call__(self) -> str:
+        if self._text is None:
+            memory = self.ctx.settings.memory
+            made = render(self.name, self.facts, max_words=memory.profile_words,
+                          same_fact=memory.same_fact) if self.facts else None
+            self._text = self.forgotten.scrub(made.text, self.user_id, self.name) if made else ""
+            self.fact_count = len(made.fact_ids) if made else 0
+        return self._text
+
+
+def _profile(ctx: RunContext, inputs: MergeInputs, key_of: tuple[str, int], name: str, facts: list[dict],
+             pkey: str | None, as_of: dt.date, forgotten) -> _ProfileText:
+    """Write the profile row when its fact set changed (never over one made as of a later day)."""
+    text = _ProfileText(ctx, name, key_of[1], facts, forgotten)
+    state = inputs.profiles.get(key_of)
+    newer = state is not None and state["as_of_day"] > as_of
+    if pkey and not ctx.dry_run and not newer and (state is None or state["input_hash"] != pkey):
+        ctx.writer.profile({"scope": key_of[0], "user_id": key_of[1], "profile": text(), "input_hash": pkey,
+                            "fact_count": text.fact_count, "as_of_day": as_of, "made_at": ctx.now()})
+        inputs.profiles[key_of] = {"scope": key_of[0], "user_id": key_of[1], "input_hash": pkey, "as_of_day": as_of}
+    return text
+
+
+def _remove_stale(ctx: RunContext, inputs: MergeInputs, key_of: tuple[str, int], as_of: dt.date) -> None:
+    """Nothing is left to build this context from as of this day 1: its row (and profile) go,
+    unless made as of a later day (a replay of an older range leaves those alone)."""
+    if ctx.dry_run:
+        return
+    stored = inputs.contexts.get(key_of)
+    if stored is not None and stored["as_of_day"] <= as_of:
+        ctx.writer.remove("context", *key_of)
+        inputs.contexts.pop(key_of, None)
+    state = inputs.profiles.get(key_of)
+    if state is not None and state["as_of_day"] <= as_of:
+        ctx.writer.remove("profile", *key_of)
+        inputs.profiles.pop(key_of, None)
+
+
+async def run_merges(ctx: RunContext, partitions: list[str], day1_for: Day1For,
+                     in_run: Callable[[int | None], bool] | None = None) -> None:
     """Every (scope, user) of these scopes, from inputs read once; the items are independent, so
-    an LLM summarizer keeps several in flight within its limits."""
+    an LLM summarizer keeps several in flight within its limits. `in_run` (a guild filter: None
+    for DMs): also every scope in it where a user has durable memory or a context — memory
+    outlives the week, so those contexts move to the new day 1 even when nobody spoke there."""
     ctx.writer.flush()  # merges read the dailies and historicals written so far
     channels = ctx.store.channels()
     guilds = {c["guild_id"] for c in channels.values()}
     day1s = {day1_for(g) for g in guilds | {None}} | {day1_for(int(p.split(":")[1])) for p in partitions
                                                      if p.startswith("guild:")}
     inputs = MergeInputs(ctx.store, day1s)
-    by_partition: dict[str, dict[dt.date, set[int]]] = {}
+    users_of: dict[str, set[int]] = defaultdict(set)
     for (p, d, u) in list(inputs.daily) + list(inputs.hist):
-        by_partition.setdefault(p, {}).setdefault(d, set()).add(u)
-    jobs = []
-    dm_users: set[int] = set()
-    for partition in partitions:
-        users = set(by_partition.get(partition, {}).get(day1_for(inputs.guild_of(partition)), set()))
-        users |= {u for u, pairs in inputs.facts.items() if any(s == partition for s, _f in pairs)}
-        if partition.startswith("dm:"):
-            users |= {u for (s, u) in inputs.contexts if s == partition}
-            dm_users |= users
-        jobs.extend((parse_scope(partition), user_id) for user_id in sorted(users))
-    inputs.preload_user_partitions(dm_users)
+        if d == day1_for(inputs.guild_of(p)):
+            users_of[p].add(u)
+    for (s, u) in inputs.contexts:
+        users_of[s].add(u)
+    inputs.preload_user_partitions(inputs.fact_rows)
+    for u, rows in inputs.fact_rows.items():  # where each user with facts may be answered
+        for s in {r["partition"] for r in rows} | set(inputs.user_partitions(u)):
+            users_of[s].add(u)
+    scopes = list(dict.fromkeys(partitions))
+    if in_run is not None:
+        scopes += sorted(s for s in set(users_of) - set(scopes) if in_run(inputs.guild_of(s)))
+    jobs = [(parse_scope(s), u) for s in scopes for u in sorted(users_of.get(s, ()))]
+    inputs.preload_user_partitions({u for sc, u in jobs if sc.kind == "dm"})
 
     async def bounded(scope: Scope, user_id: int) -> None:
         async with ctx.slot():

@@ -10,30 +10,48 @@ lose finished calls). Only cheap in-process summarizers batch."""
 from __future__ import annotations
 
 import time
+from collections import Counter
+from typing import Callable
 
 FLUSH_ITEMS = 200
 FLUSH_AFTER_S = 1.0
+_KINDS = ("dailies", "historicals", "contexts", "touches", "facts", "profiles", "removals")
 
 
 class Writer:
-    def __init__(self, store, *, immediate: bool):
+    """`same_fact`: the facts' similarity threshold (pipeline/memory/dedup.py); `on_facts`
+    receives the ADD / UPDATE / NOOP counts of each flush (the run's counters)."""
+
+    def __init__(self, store, *, immediate: bool, same_fact: float = 0.85,
+                 on_facts: Callable[[Counter], None] | None = None):
         self.store = store
         self.immediate = immediate
-        self.dailies: list = []
-        self.historicals: list = []
-        self.contexts: list = []
-        self.touches: list = []
+        self.same_fact = same_fact
+        self.on_facts = on_facts
+        for kind in _KINDS:
+            setattr(self, kind, [])
         self._since: float | None = None
 
     def _added(self) -> None:
         if self._since is None:
             self._since = time.monotonic()
-        n = len(self.dailies) + len(self.historicals) + len(self.contexts) + len(self.touches)
+        n = sum(len(getattr(self, kind)) for kind in _KINDS if kind != "facts")
         if self.immediate or n >= FLUSH_ITEMS or time.monotonic() - self._since >= FLUSH_AFTER_S:
             self.flush()
 
-    def daily(self, record: dict, summaries: dict[int, str], now) -> None:
+    def daily(self, record: dict, summaries: dict[int, str], now, facts: list[dict] = ()) -> None:
+        """A partition-day whole: its summaries and the facts extracted from it, one transaction."""
         self.dailies.append((record, summaries, now))
+        self.facts.extend(facts)
+        self._added()
+
+    def profile(self, row: dict) -> None:
+        self.profiles.append(row)
+        self._added()
+
+    def remove(self, kind: str, scope: str, user_id: int) -> None:
+        """A context or profile ("context" | "profile") left with no input as of this run."""
+        self.removals.append((kind, scope, user_id))
         self._added()
 
     def historical(self, row: dict) -> None:
@@ -50,8 +68,13 @@ class Writer:
         self._added()
 
     def flush(self) -> None:
-        if self.dailies or self.historicals or self.contexts or self.touches:
-            batch = (self.dailies, self.historicals, self.contexts, self.touches)
-            self.dailies, self.historicals, self.contexts, self.touches = [], [], [], []
-            self.store.write_batch(*batch)
+        if any(getattr(self, kind) for kind in _KINDS):
+            batch = {kind: getattr(self, kind) for kind in _KINDS}
+            for kind in _KINDS:
+                setattr(self, kind, [])
+            counts = self.store.write_batch(batch["dailies"], batch["historicals"], batch["contexts"],
+                                            batch["touches"], facts=batch["facts"], same_fact=self.same_fact,
+                                            profiles=batch["profiles"], removals=batch["removals"])
+            if self.on_facts is not None and counts:
+                self.on_facts(counts)
         self._since = None

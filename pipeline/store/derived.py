@@ -9,18 +9,20 @@ day's rows at once, a single merge (remember / forget) the same query narrowed t
 from __future__ import annotations
 
 import datetime as dt
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Iterable, Protocol, Sequence
 
 import sqlalchemy as sa
 
 from ..db.tables import (channels, chat_history, daily_summaries, historical_summaries, members, memory_context,
-                         metadata, partition_days)
+                         memory_profiles, metadata, partition_days)
 from .base import Rows, insert_for
+from .facts import apply_fact_plan
 
 Batch = Sequence  # of (record, summaries, now) for dailies; of row dicts otherwise
 # What a nightly run reads of every context: its state, not its words.
-CONTEXT_STATE = ("scope", "user_id", "input_hash", "as_of_day", "degraded", "degraded_reason", "attempts")
+CONTEXT_STATE = ("scope", "user_id", "input_hash", "as_of_day", "degraded", "degraded_reason", "attempts",
+                 "recent_hash")
 # Retention deletes by these keys (the tables retention may touch).
 RETENTION_KEYS = {
     "chat_history": ("channel_id", "message_id"),
@@ -50,9 +52,10 @@ class DerivedStorage(Protocol):
     def historicals(self, days: Iterable[dt.date], *, partition: str | None = None,
                     user_ids: Iterable[int] | None = None) -> list[dict]: ...
     def contexts(self, scope: str | None = None, user_id: int | None = None, *, text: bool = True) -> list[dict]: ...
-    def context_scopes(self, prefix: str) -> list[str]: ...
     def write_batch(self, dailies: Batch = (), historicals: Rows = (), contexts: Rows = (),
-                    touches: Rows = ()) -> None: ...
+                    touches: Rows = (), *, facts: Rows = (), same_fact: float = 0.85, profiles: Rows = (),
+                    removals: Sequence[tuple[str, str, int]] = ()) -> Counter: ...
+    def last_active_days(self, until: dt.date, user_ids: Iterable[int] | None = None) -> dict[tuple[str, int], dt.date]: ...
     def delete_historicals(self, partition: str, day: dt.date, user_ids: Iterable[int]) -> None: ...
     def delete_older_than(self, table_name: str, column: str, cutoff, batch_size: int) -> int: ...
 
@@ -182,16 +185,26 @@ class DerivedStore:
             q = q.where(c.user_id == user_id)
         return self.rows("listing contexts", q)
 
-    def context_scopes(self, prefix: str) -> list[str]:
-        c = memory_context.c
-        q = sa.select(c.scope).where(c.scope.like(prefix + "%")).distinct().order_by(c.scope)
-        return [r["scope"] for r in self.rows("listing contexts", q)]
-
     # ------------------------------------------------------------------ writes
 
+    def last_active_days(self, until: dt.date, user_ids: Iterable[int] | None = None) -> dict[tuple[str, int], dt.date]:
+        """Each (partition, user)'s latest day with a daily summary, up to `until`."""
+        c = daily_summaries.c
+
+        def make(ids=None):
+            q = (sa.select(c.partition, c.user_id, sa.func.max(c.day).label("day")).where(c.day <= until)
+                 .group_by(c.partition, c.user_id))
+            return q if ids is None else q.where(c.user_id.in_(ids))
+        rows = self.rows("reading last activity", make()) if user_ids is None \
+            else self.rows_in("reading last activity", make, user_ids)
+        return {(r["partition"], r["user_id"]): r["day"] for r in rows}
+
     def write_batch(self, dailies: Batch = (), historicals: Rows = (), contexts: Rows = (),
-                    touches: Rows = ()) -> None:
-        """One transaction for many items. A partition-day's summaries are replaced whole."""
+                    touches: Rows = (), *, facts: Rows = (), same_fact: float = 0.85, profiles: Rows = (),
+                    removals: Sequence[tuple[str, str, int]] = ()) -> Counter:
+        """One transaction for many items. A partition-day's summaries are replaced whole, the
+        facts extracted from it stored with them (ADD / UPDATE / NOOP: returns those counts).
+        `removals`: ("context" | "profile", scope, user) rows that no longer have any input."""
         with self.writing("writing results") as conn:
             insert = insert_for(conn)
             if dailies:
@@ -215,6 +228,12 @@ class DerivedStore:
                                     memory_context.c.user_id == sa.bindparam("b_user"))
                              .values(as_of_day=sa.bindparam("b_day")),
                              [{"b_scope": t["scope"], "b_user": t["user_id"], "b_day": t["as_of_day"]} for t in touches])
+            if profiles:
+                self._upsert(conn, insert, memory_profiles, ("scope", "user_id"), profiles)
+            for kind, scope, user_id in removals:
+                table = memory_context if kind == "context" else memory_profiles
+                conn.execute(sa.delete(table).where(table.c.scope == scope, table.c.user_id == user_id))
+            return apply_fact_plan(conn, list(facts), same_fact)
 
     @staticmethod
     def _upsert(conn, insert, table, keys: tuple[str, ...], rows: Rows) -> None:

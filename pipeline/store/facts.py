@@ -1,25 +1,36 @@
-"""Facts and forgotten facts: per (scope, user) facts blobs, and what a user asked to forget.
+"""Facts, profiles and forgotten facts.
 
-Forgetting is one transaction: the forgotten fact is recorded and every stored summary, context
-and facts blob it applies to is scrubbed, so nothing can read it between the two. Where it
-applies is the stage's decision (stages/forgetting.py); the store reads the rows it names.
+Facts are written through `apply_facts`: the stored rows of the users concerned are read, the
+ADD / UPDATE / NOOP decisions made (pipeline/memory/dedup.py) and written in the same
+transaction — a nightly run's batch (DerivedStore.write_batch) or one `facts remember`. On
+PostgreSQL, fact writes take a transaction-scoped advisory lock, so two runs never decide
+against the same stale rows.
+
+Forgetting is one transaction: the forgotten fact is recorded, the fact rows that state it are
+deleted, and every stored summary, profile and context it applies to is scrubbed, so nothing can
+read it between the two. Where it applies is the stage's decision (stages/forgetting.py).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from typing import Collection, Iterable, Protocol
 
 import sqlalchemy as sa
 
-from ..db.tables import daily_summaries, forgotten_facts, historical_summaries, memory_context, user_facts
-from .base import insert_for, select_in
+from ..db.tables import daily_summaries, forgotten_facts, historical_summaries, memory_context, memory_facts, memory_profiles
+from ..memory.dedup import reconcile
+from .base import select_in
+from .locks import lock_key
+
+FACT_WRITE_LOCK = lock_key("mempipe:memory_facts")
 
 
 class Scrub(Protocol):
-    """What one forget reaches: every user's summaries of `partitions` and facts of those scopes,
-    and the `contexts` (scope, user) named; called with each such row (its key columns, `user_id`
-    and `text`), it returns what the text becomes."""
+    """What one forget reaches: every user's summaries of `partitions`, and the `contexts`
+    (scope, user) named (their profiles too); called with each such row (its key columns,
+    `user_id` and `text`), it returns what the text becomes."""
 
     partitions: Collection[str]
     contexts: Collection[tuple[str, int]]
@@ -28,10 +39,12 @@ class Scrub(Protocol):
 
 
 class FactsStorage(Protocol):
-    def facts(self, *, scope: str | None = None, user_ids: Iterable[int] | None = None) -> list[dict]: ...
+    def memory_facts(self, *, user_ids: Iterable[int] | None = None, active_only: bool = False) -> list[dict]: ...
+    def apply_facts(self, rows: list[dict], same_fact: float) -> Counter: ...
+    def profiles(self, scope: str | None = None, user_id: int | None = None, *, text: bool = True) -> list[dict]: ...
     def forgotten(self, user_ids: Iterable[int] | None = None) -> list[dict]: ...
-    def write_facts(self, scope: str, user_id: int, blob: str, now: dt.datetime,
-                    forgotten: str | None = None, scrub: Scrub | None = None) -> int: ...
+    def forget_fact(self, scope: str, user_id: int, fact: str, now: dt.datetime, *,
+                    delete_ids: Iterable[int], scrub: Scrub) -> int: ...
 
 
 # (table, text column, key columns) of every row a forget scrubs; the first key column selects
@@ -40,27 +53,61 @@ SCRUBBED = (
     (daily_summaries, "summary", ("partition", "day", "user_id")),
     (historical_summaries, "summary", ("partition", "user_id", "day")),
     (memory_context, "context", ("scope", "user_id")),
-    (user_facts, "facts", ("scope", "user_id")),
+    (memory_context, "recent", ("scope", "user_id")),
+    (memory_profiles, "profile", ("scope", "user_id")),
 )
+SCOPED = (memory_context, memory_profiles)  # keyed by (scope, user): reached by `Scrub.contexts`
 
 
 def scrub_reach(table: sa.Table, scrub: Scrub) -> set[str]:
-    """The partitions (or scopes) whose rows of `table` a forget reads; a context is then kept
-    only when its (scope, user) is named."""
-    return {s for s, _u in scrub.contexts} if table is memory_context else set(scrub.partitions)
+    """The partitions (or scopes) whose rows of `table` a forget reads; a context or profile is
+    then kept only when its (scope, user) is named."""
+    return {s for s, _u in scrub.contexts} if table in SCOPED else set(scrub.partitions)
+
+
+def apply_fact_plan(conn, rows: list[dict], same_fact: float) -> Counter:
+    """Decide and write, inside the caller's transaction."""
+    if not rows:
+        return Counter()
+    if conn.dialect.name == "postgresql":
+        conn.execute(sa.select(sa.func.pg_advisory_xact_lock(FACT_WRITE_LOCK)))
+    c = memory_facts.c
+    users = sorted({r["user_id"] for r in rows})
+    existing = [dict(r._mapping) for r in select_in(
+        conn, lambda ids: sa.select(memory_facts).where(c.user_id.in_(ids), c.status == "active"), users)]
+    plan = reconcile(existing, rows, same_fact)
+    if plan.inserts:
+        conn.execute(sa.insert(memory_facts), [{k: v for k, v in r.items() if k != "id"} for r in plan.inserts])
+    for fact_id, values in sorted(plan.updates.items()):
+        conn.execute(sa.update(memory_facts).where(c.id == fact_id).values(values))
+    return plan.counts
 
 
 class FactsStore:
-    def facts(self, *, scope: str | None = None, user_ids: Iterable[int] | None = None) -> list[dict]:
-        """Facts blobs (scope, user_id, facts), in (scope, user) order."""
-        c = user_facts.c
-        q = sa.select(c.scope, c.user_id, c.facts).order_by(c.scope, c.user_id)
+    def memory_facts(self, *, user_ids: Iterable[int] | None = None, active_only: bool = False) -> list[dict]:
+        """Fact rows (active and superseded, or active only), in (user, id) order."""
+        c = memory_facts.c
+        q = sa.select(memory_facts)
+        if active_only:
+            q = q.where(c.status == "active")
+        rows = self.rows("reading facts", q) if user_ids is None \
+            else self.rows_in("reading facts", lambda ids: q.where(c.user_id.in_(ids)), user_ids)
+        return sorted(rows, key=lambda r: (r["user_id"], r["id"]))
+
+    def apply_facts(self, rows: list[dict], same_fact: float) -> Counter:
+        """Store validated facts (ADD / UPDATE / NOOP against the stored ones); returns the counts."""
+        with self.writing("writing facts") as conn:
+            return apply_fact_plan(conn, rows, same_fact)
+
+    def profiles(self, scope: str | None = None, user_id: int | None = None, *, text: bool = True) -> list[dict]:
+        c = memory_profiles.c
+        cols = [memory_profiles] if text else [c.scope, c.user_id, c.input_hash, c.as_of_day]
+        q = sa.select(*cols).order_by(c.scope, c.user_id)
         if scope is not None:
             q = q.where(c.scope == scope)
-        if user_ids is None:
-            return self.rows("reading facts", q)
-        return sorted(self.rows_in("reading facts", lambda ids: q.where(c.user_id.in_(ids)), user_ids),
-                      key=lambda r: (r["scope"], r["user_id"]))
+        if user_id is not None:
+            q = q.where(c.user_id == user_id)
+        return self.rows("reading profiles", q)
 
     def forgotten(self, user_ids: Iterable[int] | None = None) -> list[dict]:
         """What users asked to forget (scope, user_id, fact), oldest first. None: every user."""
@@ -70,28 +117,24 @@ class FactsStore:
             else self.rows_in("reading forgotten facts", lambda ids: q.where(c.user_id.in_(ids)), user_ids)
         return [{k: r[k] for k in ("scope", "user_id", "fact")} for r in sorted(rows, key=lambda r: r["id"])]
 
-    def write_facts(self, scope: str, user_id: int, blob: str, now: dt.datetime,
-                    forgotten: str | None = None, scrub: Scrub | None = None) -> int:
-        """Store a facts blob; with `forgotten`, also record it and scrub every stored summary,
-        facts blob and context the `scrub` reaches. Returns the rows scrubbed."""
-        if forgotten is not None and scrub is None:
-            raise ValueError("forgetting needs the scrub function that removes the fact from texts")
-        with self.writing("writing facts") as conn:
-            stmt = insert_for(conn)(user_facts).values(scope=scope, user_id=user_id, facts=blob, updated_at=now)
-            conn.execute(stmt.on_conflict_do_update(index_elements=[user_facts.c.scope, user_facts.c.user_id],
-                                                    set_={"facts": blob, "updated_at": now}))
-            if forgotten is None:
-                return 0
-            conn.execute(sa.insert(forgotten_facts).values(scope=scope, user_id=user_id, fact=forgotten,
-                                                           created_at=now))
+    def forget_fact(self, scope: str, user_id: int, fact: str, now: dt.datetime, *,
+                    delete_ids: Iterable[int], scrub: Scrub) -> int:
+        """Record the forgotten fact, delete the fact rows `delete_ids`, and scrub every stored
+        summary, profile and context the `scrub` reaches. Returns the rows deleted or scrubbed."""
+        with self.writing("forgetting a fact") as conn:
+            conn.execute(sa.insert(forgotten_facts).values(scope=scope, user_id=user_id, fact=fact, created_at=now))
+            ids = sorted(set(delete_ids))
             changed = 0
+            for chunk in (ids[i:i + 500] for i in range(0, len(ids), 500)):
+                changed += conn.execute(sa.delete(memory_facts).where(memory_facts.c.id.in_(chunk),
+                                                                      memory_facts.c.user_id == user_id)).rowcount
             contexts = set(scrub.contexts)
             for table, col, keys in SCRUBBED:
                 rows = list(select_in(conn, lambda values: sa.select(*[table.c[k] for k in keys], table.c[col])
                                       .where(table.c[keys[0]].in_(values)), sorted(scrub_reach(table, scrub))))
                 for row in rows:
                     key = {k: row[i] for i, k in enumerate(keys)}
-                    if table is memory_context and (key["scope"], key["user_id"]) not in contexts:
+                    if row[-1] is None or (table in SCOPED and (key["scope"], key["user_id"]) not in contexts):
                         continue
                     cleaned = scrub(key | {"text": row[-1]})
                     if cleaned != row[-1]:
