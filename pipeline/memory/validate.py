@@ -1,0 +1,200 @@
+"""The rules a proposed fact (`Candidate`) must pass before it is stored. Pure: no storage, no
+clock, no model; the daily stage calls `rejection` for every candidate and counts the reasons.
+
+Rules, in order (the first that fails names the rejection):
+
+- `not_a_speaker`: the fact is about someone who did not speak in the partition-day.
+- `low_confidence`: below `[memory] min_confidence`; NaN, infinities and non-numbers too.
+- `unsafe`: `safety.refusal_reason` refuses the text (an instruction to the bot, or a secret).
+- `raw_id`: the text carries a platform id, Discord markup or one of our prompt handles.
+- `ungrounded`: no source, a source that is not a position of `pd.lines`, a cited line that is
+  neither the subject's own message nor a reply to the subject, or too few of the fact's content
+  words in the cited messages (`grounding` < `[memory] min_grounding`).
+
+`forgotten` (the fact matches something the user asked to forget) is decided by the stage; it is
+listed in REASONS so every `facts_rejected_<reason>` counter is named here.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+
+from pipeline.memory.model import Candidate
+from pipeline.safety import refusal_reason
+from pipeline.summarize.base import ChatLine, PartitionDay
+from pipeline.summarize.text import STOPWORDS, content_tokens, tokens
+
+REASONS = ("low_confidence", "ungrounded", "unsafe", "raw_id", "not_a_speaker", "forgotten")
+MAX_FACT_CHARS = 300
+
+_SPACE = re.compile(r"\s+")
+
+
+# ------------------------------------------------------------------ normalising a fact
+
+def _leading_name(subject_name: str) -> re.Pattern | None:
+    """The subject's name (whole, or its first word) at the start of a fact, as "Ana ",
+    "Ana's " or "Ana: "; "Ana is …" keeps its verb."""
+    name = _SPACE.sub(" ", subject_name).strip()
+    if not name:
+        return None
+    forms = [re.escape(name)]
+    first = name.split(" ")[0]
+    if first != name:
+        forms.append(re.escape(first))
+    alternatives = "|".join(forms)
+    return re.compile(rf"^(?:{alternatives})(?:['’]s\b)?(?:\s*[:,\-–—]\s*|\s+)", re.IGNORECASE)
+
+
+def normalise_fact(text: str, subject_name: str) -> str:
+    """Whitespace collapsed, a leading subject name ("Ana ", "Ana's ", "Ana is" -> "Is")
+    removed, the first letter capitalised (unless the first word is cased like "iPhone"), a
+    trailing period dropped; bounded to MAX_FACT_CHARS by cutting at a word."""
+    out = _SPACE.sub(" ", text or "").strip()
+    pattern = _leading_name(subject_name)
+    if pattern:
+        rest = pattern.sub("", out, count=1)
+        if rest.strip():
+            out = rest.strip()
+    first = out.split(" ", 1)[0]
+    if first[:1].islower() and first[1:] == first[1:].lower():
+        out = out[:1].upper() + out[1:]
+    if len(out) > MAX_FACT_CHARS:
+        cut = out[:MAX_FACT_CHARS]
+        if out[MAX_FACT_CHARS] != " " and " " in cut:
+            cut = cut.rsplit(" ", 1)[0]
+        out = cut.rstrip(" ,;:-–—")
+    return re.sub(r"\s*\.+$", "", out).strip()
+
+
+# ------------------------------------------------------------------ grounding
+
+def _plain(text: str) -> str:
+    """NFKC, format characters and accents removed, curly apostrophes straightened."""
+    text = unicodedata.normalize("NFKC", text)
+    text = "".join(c for c in unicodedata.normalize("NFKD", text)
+                   if unicodedata.category(c) not in ("Cf", "Mn"))
+    return text.replace("’", "'").replace("‘", "'")
+
+
+def word_forms(word: str) -> set[str]:
+    """The word and its light suffix stems (plural, -'s, -es, -ies/-ied, -ed, -ing, with and
+    without a final e or a doubled consonant): "plays", "played", "playing" meet at "play";
+    "uses", "used", "using" at "use"; "studies", "studied" at "study"; "running" reaches "run".
+    Two words match when their forms meet. Not a linguist's stemmer: loose on purpose, and the
+    grounding threshold is a share of words, not a proof."""
+    w = word.lower()
+    out = {w}
+
+    def add(base: str, *ends: str, guessed: bool = True) -> None:
+        # a guessed stem (a removed -ing, -ed, -es) that is a stopword is no stem: "thing" is
+        # not "the", "shed" not "she"; a plain plural keeps its word ("owns" is "own")
+        if len(base) < 2:
+            return
+        forms = {base + e for e in ends}
+        if len(base) > 2 and base[-1] == base[-2] and base[-1] not in "aeiouy":
+            forms.add(base[:-1])
+        out.update(f for f in forms if not (guessed and f in STOPWORDS))
+
+    if w.endswith("'s"):
+        add(w[:-2], "", guessed=False)
+    if w.endswith(("ies", "ied")):
+        add(w[:-3], "y")
+    if w.endswith("ing"):
+        add(w[:-3], "", "e")
+    if w.endswith("ed"):
+        add(w[:-2], "", "e")
+    if w.endswith("es"):
+        add(w[:-2], "")
+    if w.endswith("s") and not w.endswith("ss"):
+        add(w[:-1], "", guessed=False)
+    return out
+
+
+def grounding(text: str, cited: list[str], subject_name: str = "") -> float:
+    """Share of the fact's distinct content words (text.content_tokens, minus the words of the
+    subject's name) found among the words of the cited messages, compared by `word_forms`.
+    0.0 when the fact has no content word left: there is nothing to ground."""
+    name_words = set(tokens(_plain(subject_name)))
+    wanted = set(content_tokens(_plain(text))) - name_words
+    if not wanted:
+        return 0.0
+    found: set[str] = set()
+    for line in cited:
+        for w in tokens(_plain(line)):
+            found |= word_forms(w)
+    hits = sum(1 for w in wanted if word_forms(w) & found)
+    return hits / len(wanted)
+
+
+# ------------------------------------------------------------------ raw ids
+
+# Any platform id is ≥ 15 digits (Discord snowflakes have 17–19; so does a phone number in full
+# E.164 form, 15, which is no fact for a bot either). A disguise spaces, dots or dashes the
+# digits ("1234 5678-9012.3456"); NFKC turns fullwidth, mathematical, circled and superscript
+# digits into ASCII ones, `\d` also matches other scripts' digits, format characters are dropped.
+_SEP = r"[\s.\-_/\\|,:·•'()\[\]]{0,3}"
+_DIGIT_RUN = re.compile(rf"\d(?:{_SEP}\d){{14,}}")
+# Discord markup: user, nickname and role mentions, channels, custom emoji, timestamps, slash
+# commands (<@1>, <@!1>, <@&1>, <#1>, <:name:1>, <a:name:1>, <t:1:R>, </cmd:1>), also escaped.
+_MARKUP = re.compile(r"(?:<|&lt;)\s*(?:@[!&]?|#|a?:[\w~]{1,64}:|t:|/[^<>:]{1,64}:)\s*\d+")
+# Our prompt handles: speakers are "p1", "p2" …, messages "m1", "m2" … Whole words, any case
+# (normalise_fact capitalises "p3 likes" to "P3 likes"). Not handles: Apple's M1–M4 chips and
+# M.2 drives ("M2 MacBook Air", "M2 SSD"), the p5.js library.
+_HANDLE = re.compile(r"(?<![^\W_])(?:p\d{1,4}(?!\.?js\b)|m\d{1,4}(?!\s*(?:pro|max|ultra|chips?|macs?|macbook|"
+                     r"air|imac|ipad|mini|ssds?|nvme|slots?|drives?)\b))(?![^\W_])", re.IGNORECASE)
+# Cyrillic and Greek letters that look like p and m ("р3"); folded for the handle check only.
+_HANDLE_LOOKALIKES = str.maketrans({"р": "p", "Р": "p", "ρ": "p", "Ρ": "p", "м": "m", "М": "m", "Μ": "m"})
+
+
+def raw_id_kind(text: str) -> str | None:
+    """Which kind of raw id the text carries ("a long number", "Discord markup", "a prompt
+    handle"), or None."""
+    plain = _plain(text)
+    if _DIGIT_RUN.search(plain):
+        return "a long number"
+    if _MARKUP.search(plain):
+        return "Discord markup"
+    if _HANDLE.search(plain.translate(_HANDLE_LOOKALIKES)):
+        return "a prompt handle"
+    return None
+
+
+# ------------------------------------------------------------------ the rules
+
+def _valid_position(source, size: int) -> bool:
+    # bool is an int; a negative position would silently index from the end
+    return isinstance(source, int) and not isinstance(source, bool) and 0 <= source < size
+
+
+def _about_subject(line: ChatLine, user_id: int) -> bool:
+    return line.user_id == user_id or line.reply_to_user == user_id
+
+
+def rejection(c: Candidate, pd: PartitionDay, *, subject_name: str, settings) -> str | None:
+    """The first failing rule's reason (one of REASONS), else None. `settings` is
+    MemorySettings (min_confidence, min_grounding)."""
+    if c.user_id not in pd.speakers:
+        return "not_a_speaker"
+    try:
+        confidence = float(c.confidence)
+    except (TypeError, ValueError):
+        return "low_confidence"
+    if not math.isfinite(confidence) or not confidence >= settings.min_confidence:
+        return "low_confidence"
+    texts = {c.text or "", normalise_fact(c.text or "", subject_name)}
+    if any(refusal_reason(t) is not None for t in texts):
+        return "unsafe"
+    if any(raw_id_kind(t) is not None for t in texts):
+        return "raw_id"
+    sources = c.sources or ()
+    if not sources or not all(_valid_position(s, len(pd.lines)) for s in sources):
+        return "ungrounded"
+    cited = [pd.lines[s] for s in dict.fromkeys(sources)]
+    if not all(_about_subject(line, c.user_id) for line in cited):
+        return "ungrounded"
+    if grounding(c.text or "", [line.text for line in cited], subject_name) < settings.min_grounding:
+        return "ungrounded"
+    return None
