@@ -10,7 +10,9 @@ Dataset (one guild-day, then a second day):
   DM1: a one-to-one DM of A (is_group false)   DMG: a group DM of A and B (is_group true)
   DMU: a DM of A that does not say what it is  DMS: a group DM where only A has spoken yet
 Attacks: a mention of C in PUB1; a message id reused in RES1 with a newer edit; A forgets a
-DM-only fact; display names that differ per partition.
+DM-only fact; display names that differ per partition. Every message is a first-person statement
+(a favourite, a home): facts are extracted from all of them, and only a `global` fact — promoted
+from a public partition alone — may follow its own user into other scopes.
 """
 
 from __future__ import annotations
@@ -145,12 +147,26 @@ def tokens_in(value) -> set[str]:
     return set(TOKEN.findall(text))
 
 
+def global_tokens(conn) -> tuple[dict[int, set[str]], list[str]]:
+    """The tokens of each user's `global` facts — validated as safe everywhere, they follow that
+    user (and only that user) into every scope — and a violation for any global fact said where
+    not everyone in its guild could read it (only guild_public facts may be promoted)."""
+    tokens: dict[int, set[str]] = {}
+    violations = []
+    for row in conn.execute(sa.text("SELECT user_id, partition, text FROM memory_facts WHERE level = 'global'")):
+        if not row.partition.startswith("guild:"):
+            violations.append(f"memory_facts: a global fact from {row.partition}: {row.text!r}")
+        tokens.setdefault(row.user_id, set()).update(tokens_in(row.text))
+    return tokens, violations
+
+
 def scan_tables(engine) -> list[str]:
     """Every row of every table (reflected) against its audience."""
     meta = sa.MetaData()
     meta.reflect(engine)
     violations = []
     with engine.connect() as conn:
+        followers, violations = global_tokens(conn)
         for table in meta.sorted_tables:
             cols = table.c.keys()
             for row in conn.execute(sa.select(table)).mappings():
@@ -160,7 +176,7 @@ def scan_tables(engine) -> list[str]:
                 if "partition" in cols:
                     allowed = allowed_for_partition(row["partition"])
                 elif "scope" in cols:
-                    allowed = allowed_for_scope(row["scope"], row.get("user_id"))
+                    allowed = allowed_for_scope(row["scope"], row.get("user_id")) | followers.get(row.get("user_id"), set())
                 else:
                     allowed = set()
                 leaked = found - allowed
