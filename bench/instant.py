@@ -28,7 +28,7 @@ class InstantSummarizer:
 
     def __init__(self, *, cheap: bool = False) -> None:
         self.cheap = cheap
-        self.calls: dict[str, int] = {"daily": 0, "fold": 0, "historical": 0, "merge": 0, "remember": 0, "forget": 0}
+        self.calls: dict[str, int] = {"daily": 0, "fold": 0, "historical": 0, "merge": 0, "forget": 0}
 
     def fingerprint(self, operation: str) -> str:
         return f"instant-1:{operation}"
@@ -55,12 +55,9 @@ class InstantSummarizer:
     async def historical(self, name: str, dailies: list[tuple[dt.date, str]]) -> Outcome[str]:
         return Outcome(f"{name} h#{_digest(dailies)}", self._count("historical"))
 
-    async def merge(self, name: str, facts: str, day1: str, historical: str) -> Outcome[str]:
-        return Outcome(f"{name} c#{_digest(facts, day1, historical)}", self._count("merge"))
+    async def merge(self, name: str, day1: str, historical: str) -> Outcome[str]:
+        return Outcome(f"{name} c#{_digest(day1, historical)}", self._count("merge"))
 
-    async def remember(self, blob: str, fact: str) -> Outcome[str]:
-        return Outcome((blob + "\n" + fact).strip(), self._count("remember"))
-
-    async def forget(self, blob: str, fact: str, subject: str = "") -> Outcome[tuple[str, bool]]:
-        kept = [line for line in blob.splitlines() if fact.lower() not in line.lower()]
-        return Outcome(("\n".join(kept), len(kept) != len(blob.splitlines())), self._count("forget"))
+    async def forget(self, facts: list[str], fact: str, subject: str = "") -> Outcome[list[int]]:
+        found = [i for i, text in enumerate(facts) if fact.lower() in text.lower()]
+        return Outcome(found, self._count("forget"))

@@ -47,7 +47,7 @@ def _recording(operation: str, describe: Callable[..., tuple]):
 
 class RecordingSummarizer:
     """The wrapped summarizer, recording each operation as ("daily", partition, day), ("fold", partition,
-    day), ("historical", name), ("merge", name), ("remember", fact) or ("forget", fact). Forwards `kind`,
+    day), ("historical", name), ("merge", name) or ("forget", fact). Forwards `kind`,
     `cheap` (it decides how a run writes and shares work: RunContext; `cheap=` overrides it for a test of
     the other path) and, via __getattr__, whatever else the inner has (aclose, estimate_daily)."""
 
@@ -65,9 +65,8 @@ class RecordingSummarizer:
     daily = _recording("daily", lambda pd: (pd.partition, pd.day))
     fold = _recording("fold", lambda new, previous: (new.partition, new.day))
     historical = _recording("historical", lambda name, dailies: (name,))
-    merge = _recording("merge", lambda name, facts, day1, historical: (name,))
-    remember = _recording("remember", lambda blob, fact: (fact,))
-    forget = _recording("forget", lambda blob, fact, subject="": (fact,))
+    merge = _recording("merge", lambda name, day1, historical: (name,))
+    forget = _recording("forget", lambda facts, fact, subject="": (fact,))
 
 
 # ---------------------------------------------------------------------------------- store

@@ -8,7 +8,7 @@ from typing import Generic, Protocol, TypeVar
 
 T = TypeVar("T")
 
-OPERATIONS = ("daily", "historical", "merge", "remember", "forget")
+OPERATIONS = ("daily", "historical", "merge", "forget")
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,9 @@ class Outcome(Generic[T]):
     usage: Usage = field(default_factory=lambda: Usage(calls=1))
     degraded_reason: str | None = None  # set when a fallback produced the value
     dropped_user_ids: int = 0
-    # daily / fold only: facts proposed about the speakers (pipeline/memory/model.py), with
-    # sources relative to the lines of the PartitionDay the summarizer was given
+    # daily / fold only: facts proposed about the speakers (pipeline/memory/model.py Candidate),
+    # with sources = 0-based positions in the lines of the PartitionDay the summarizer was given
+    # (for fold: the `new` one)
     facts: list = field(default_factory=list)
 
 
@@ -68,16 +69,19 @@ class Summarizer(Protocol):
         """Identifies everything besides the data that shapes an operation's output
         (kind, model, prompt template hash, length targets). Part of every input hash."""
 
-    async def daily(self, partition_day: PartitionDay) -> Outcome[dict[int, str]]: ...
+    async def daily(self, partition_day: PartitionDay) -> Outcome[dict[int, str]]:
+        """A summary for every speaker, and (Outcome.facts) the facts they stated that day."""
 
     async def fold(self, new: PartitionDay, previous: dict[int, str]) -> Outcome[dict[int, str]]:
         """Update running day summaries with messages that arrived since: returns a summary for
-        every speaker of `new` (the others keep theirs)."""
+        every speaker of `new` (the others keep theirs), and the facts stated in `new`."""
 
     async def historical(self, name: str, dailies: list[tuple[dt.date, str]]) -> Outcome[str]: ...
 
-    async def merge(self, name: str, facts: str, day1: str, historical: str) -> Outcome[str]: ...
+    async def merge(self, name: str, day1: str, historical: str) -> Outcome[str]:
+        """The recent part of a context: today, then the past week, within summary.context_chars
+        (the merge stage puts the long-term profile in front of it)."""
 
-    async def remember(self, blob: str, fact: str) -> Outcome[str]: ...
-
-    async def forget(self, blob: str, fact: str, subject: str = "") -> Outcome[tuple[str, bool]]: ...
+    async def forget(self, facts: list[str], fact: str, subject: str = "") -> Outcome[list[int]]:
+        """The 0-based positions of the facts (one per item) that state `fact`; `subject` is the
+        person's name (words of it need not appear in a fact)."""

@@ -1,6 +1,7 @@
 """The offline summarizer: no network, deterministic. It quotes each user's most salient
 sentences within the configured length budget (extractive summarisation), so nothing is
-invented and nothing crosses users."""
+invented and nothing crosses users. Its daily and fold facts come from the offline extractor
+(pipeline/memory/extract.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from collections import defaultdict
 from ..hashing import input_hash
 from .base import Outcome, PartitionDay, Usage
 from .prompts import template_hash
-from .text import clean, mentions_fact, newest_within, pick, salience, sentences, shorten
+from .text import mentions_fact, pick, salience, sentences, shorten
 
-ALGORITHM_VERSION = "extractive-1"
+ALGORITHM_VERSION = "extractive-2"  # 2: daily/fold facts, merge without facts, forget -> positions
 SEP = " · "
 
 
@@ -93,38 +94,25 @@ class ExtractiveSummarizer:
         quoted = _quoted_list(candidates, self.lengths.historical_chars - len(label))
         return Outcome(shorten(label + (quoted or "only brief chatter"), self.lengths.historical_chars), self._usage())
 
-    async def merge(self, name: str, facts: str, day1: str, historical: str) -> Outcome[str]:
+    async def merge(self, name: str, day1: str, historical: str) -> Outcome[str]:
         budget = self.lengths.context_chars
         parts: list[str] = []
-        if facts:
-            parts.append("Facts: " + " ".join(clean(f) for f in facts.splitlines() if f.strip()))
         if day1:
             parts.append("Today: " + "\n".join(day1.splitlines()))
         if historical:
             parts.append(historical if historical.startswith("Past week") else "Past week: " + historical)
         text = ""
-        for part in parts:  # facts first, then today, then history, each cut to what is left
+        for part in parts:  # today, then history, each cut to what is left
             room = budget - len(text) - (1 if text else 0)
             if room < 24:
                 break
             text += ("\n" if text else "") + shorten(part, room)
         return Outcome(text, self._usage())
 
-    async def remember(self, blob: str, fact: str) -> Outcome[str]:
-        """Append the fact (a restated one moves to the end, as written first); when the list
-        outgrows facts_chars, its oldest facts go."""
-        fact = clean(fact)
-        if fact and fact[-1] not in ".!?":
-            fact += "."
-        lines = [ln for ln in blob.splitlines() if ln.strip()]
-        same = [ln for ln in lines if clean(ln).lower() == fact.lower()]
-        lines = [ln for ln in lines if ln not in same] + (same[:1] or [fact])
-        return Outcome(newest_within(lines, self.lengths.facts_chars), self._usage())
-
-    async def forget(self, blob: str, fact: str, subject: str = "") -> Outcome[tuple[str, bool]]:
-        lines = [ln for ln in blob.splitlines() if ln.strip()]
-        kept = [ln for ln in lines if not mentions_fact(ln, fact, subject)]
-        return Outcome(("\n".join(kept), len(kept) != len(lines)), self._usage())
+    async def forget(self, facts: list[str], fact: str, subject: str = "") -> Outcome[list[int]]:
+        """The positions of the facts that state `fact` (text.mentions_fact: every content word of
+        it as a whole word, the subject's own name not required)."""
+        return Outcome([i for i, text in enumerate(facts) if mentions_fact(text, fact, subject)], self._usage())
 
 
 __all__ = ["ExtractiveSummarizer", "salience"]

@@ -4,7 +4,8 @@ fails after bounded retries or the quota is spent (the row is then marked degrad
 
 Big partition-days are map-reduced: split by time into chunks whose prompts fit the input
 budget, summarised per chunk, then each speaker's partial summaries are combined in further
-calls, each also within the budget. Every other request is held to the budget too (budget.py)."""
+calls, each also within the budget. Every other request is held to the budget too (budget.py).
+The daily and fold answers also carry facts per speaker (facts_out.py): no extra request."""
 
 from __future__ import annotations
 
@@ -25,15 +26,16 @@ from ..llm.errors import BadOutput, LLMError, RateLimited, fallback_reason
 from ..llm.gemini import is_gemma
 from ..llm.limiter import RateLimiter
 from .base import ChatLine, Outcome, PartitionDay, Usage
-from .budget import Budget, chunk_lines, clip_names, fit_texts, reduce_requests, short_name
+from .budget import Budget, chunk_lines, fit_texts, reduce_requests, short_name
 from .extractive import ExtractiveSummarizer
+from .facts_out import candidates, messages, of_users, prepared
 from .prompts import PROMPTS_DIR, render, template_hash
-from .schemas import DailyOut, ForgetOut, HistoricalOut, MergeOut, RememberOut
+from .schemas import DailyOut, ForgetOut, HistoricalOut, MergeOut
 from .text import newest_within
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
-SCHEMA_VERSION = "llm-2"  # 2: names clipped and every text cut to the input budget
+SCHEMA_VERSION = "llm-3"  # 2: names clipped, texts cut to the budget; 3: facts in daily/fold, message handles
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 REASK = ("\n\nYour previous answer was not valid JSON of the requested shape. Answer again with "
          "only the JSON object, no prose and no code fences.")
@@ -165,10 +167,10 @@ class LLMSummarizer:
         handles = self.handles(pd)
         speakers = sorted({ln.user_id for ln in lines})
         return render("daily", day=pd.day, speakers=[(handles[u], pd.speakers[u]) for u in speakers],
-                      lines=lines, handles=handles, target_chars=self.lengths.daily_chars, part=part)
+                      messages=messages(lines), handles=handles, target_chars=self.lengths.daily_chars, part=part)
 
     def chunks(self, pd: PartitionDay) -> list[tuple[ChatLine, ...]]:
-        """Split a partition-day by time into pieces whose prompt fits the input budget."""
+        """Split a prepared partition-day by time into pieces whose prompt fits the input budget."""
         return chunk_lines(pd.lines, lambda lines, part: self._render_daily(pd, lines, part), self.budget)
 
     def _accept(self, pd: PartitionDay, answer: DailyOut, handles: dict[int, str]) -> tuple[dict[int, str], int]:
@@ -223,7 +225,7 @@ class LLMSummarizer:
             return await self.fallback.daily(partition_day)
         usage = Usage(calls=1)
         handles = self.handles(partition_day)
-        pd = clip_names(partition_day)
+        pd = prepared(partition_day)
         try:
             pieces = self.chunks(pd)
             answers = await asyncio.gather(*(
@@ -231,11 +233,13 @@ class LLMSummarizer:
                 for i, piece in enumerate(pieces)))
             dropped = 0
             partials: dict[int, list[str]] = {}
-            for answer in answers:
+            facts = []  # from the chunks' answers (whole-day positions); a reduce's are not read
+            for piece, answer in zip(pieces, answers):
                 got, d = self._accept(partition_day, answer, handles)
                 dropped += d
                 for uid, text in got.items():
                     partials.setdefault(uid, []).append(text)
+                facts += candidates(answer, handles, piece)
             if len(pieces) > 1:
                 summaries, d = await self._reduce(pd, partials, usage)
                 dropped += d
@@ -245,14 +249,16 @@ class LLMSummarizer:
             return await self._fallback_daily(partition_day, usage, exc)
         missing = set(partition_day.speakers) - set(summaries)
         if missing:  # the model skipped someone who spoke: fill from the extractive summary
-            extractive = (await self.fallback.daily(partition_day)).value
-            summaries.update({u: extractive[u] for u in missing})
-        return Outcome(summaries, usage, None, dropped)
+            extractive = await self.fallback.daily(partition_day)
+            summaries.update({u: extractive.value[u] for u in missing})
+            facts += of_users(extractive.facts, missing)
+        return Outcome(summaries, usage, None, dropped, facts)
 
     async def _fallback_daily(self, pd, usage, exc) -> Outcome[dict[int, str]]:
         log.warning("daily %s %s: falling back to extractive: %s", pd.partition, pd.day, exc)
         usage.fallbacks += 1
-        return Outcome((await self.fallback.daily(pd)).value, usage, fallback_reason(exc))
+        extractive = await self.fallback.daily(pd)
+        return Outcome(extractive.value, usage, fallback_reason(exc), facts=extractive.facts)
 
     # ------------------------------------------------------------------ fold (hourly refresh)
 
@@ -261,7 +267,7 @@ class LLMSummarizer:
         speakers = sorted({ln.user_id for ln in lines})
         return render("fold", day=pd.day, speakers=[(handles[u], pd.speakers[u]) for u in speakers],
                       previous=[(handles[u], previous[u]) for u in speakers if u in previous],
-                      lines=lines, handles=handles, target_chars=self.lengths.daily_chars)
+                      messages=messages(lines), handles=handles, target_chars=self.lengths.daily_chars)
 
     async def fold(self, new: PartitionDay, previous: dict[int, str]) -> Outcome[dict[int, str]]:
         """One call per chunk of new messages (usually one): each message is read once, plus the
@@ -272,7 +278,8 @@ class LLMSummarizer:
         handles = self.handles(new)
         current = dict(previous)
         dropped = 0
-        pd = clip_names(new)
+        facts = []  # from the new messages only
+        pd = prepared(new)
         # chunked with each running summary held to a quarter of the room, so a long one leaves
         # room for the messages; cut again at sending if the summaries grew since
         cap = self.budget.room(self._render_fold(pd, (), {})) // 4
@@ -288,16 +295,19 @@ class LLMSummarizer:
                 got, d = self._accept(new, answer, handles)
                 dropped += d
                 current.update(got)
+                facts += candidates(answer, handles, piece)
         except LLMError as exc:
             log.warning("fold %s %s: falling back to extractive: %s", new.partition, new.day, exc)
             usage.fallbacks += 1
-            return Outcome((await self.fallback.fold(new, previous)).value, usage, fallback_reason(exc))
+            extractive = await self.fallback.fold(new, previous)
+            return Outcome(extractive.value, usage, fallback_reason(exc), facts=extractive.facts)
         out = {u: current[u] for u in new.speakers if u in current}
         missing = set(new.speakers) - set(out)
         if missing:
-            extractive = (await self.fallback.fold(new, previous)).value
-            out.update({u: extractive[u] for u in missing})
-        return Outcome(out, usage, None, dropped)
+            extractive = await self.fallback.fold(new, previous)
+            out.update({u: extractive.value[u] for u in missing})
+            facts += of_users(extractive.facts, missing)
+        return Outcome(out, usage, None, dropped, facts)
 
     # ------------------------------------------------------------------ the small operations
 
@@ -324,37 +334,27 @@ class LLMSummarizer:
                                                   lambda: self.fallback.historical(name, dailies))
         return Outcome(answer if reason else answer.summary.strip(), usage, reason)
 
-    async def merge(self, name: str, facts: str, day1: str, historical: str) -> Outcome[str]:
-        if len(facts) + len(day1) + len(historical) + 40 <= self.lengths.context_chars:
-            return await self.fallback.merge(name, facts, day1, historical)
+    async def merge(self, name: str, day1: str, historical: str) -> Outcome[str]:
+        """Today, then the past week, within context_chars (the merge stage puts the profile first)."""
+        if len(day1) + len(historical) + 40 <= self.lengths.context_chars:
+            return await self.fallback.merge(name, day1, historical)
+
         def prompt_for(texts: list[str]) -> str:
-            return render("merge", name=short_name(name), facts=texts[0], day1=texts[1], historical=texts[2],
+            return render("merge", name=short_name(name), day1=texts[0], historical=texts[1],
                           target_chars=self.lengths.context_chars)
-        prompt = prompt_for(fit_texts([facts, day1, historical], prompt_for, self.budget))
+        prompt = prompt_for(fit_texts([day1, historical], prompt_for, self.budget))
         answer, usage, reason = await self._small("merge", prompt, MergeOut,
-                                                  lambda: self.fallback.merge(name, facts, day1, historical))
+                                                  lambda: self.fallback.merge(name, day1, historical))
         return Outcome(answer if reason else answer.context.strip(), usage, reason)
 
-    async def remember(self, blob: str, fact: str) -> Outcome[str]:
-        budget = self.lengths.facts_chars
-
-        def prompt_for(texts: list[str]) -> str:
-            return render("remember", blob=texts[0], fact=texts[1], target_chars=budget)
-        # a list too long for the request loses its oldest facts, as the list itself would
-        prompt = prompt_for(fit_texts([blob, fact], prompt_for, self.budget,
-                                      cut=lambda text, cap: newest_within(text.splitlines(), cap)))
-        answer, usage, reason = await self._small("remember", prompt, RememberOut,
-                                                  lambda: self.fallback.remember(blob, fact))
-        # asked to stay within the budget; held to it whatever it answers (new facts come last)
-        return Outcome(answer if reason else newest_within(answer.facts.splitlines(), budget), usage, reason)
-
-    async def forget(self, blob: str, fact: str, subject: str = "") -> Outcome[tuple[str, bool]]:
-        prompt = render("forget", blob=blob, fact=fact)
-        if not self.budget.fits(prompt):  # cutting would drop facts that were never asked about
-            return await self.fallback.forget(blob, fact, subject)
+    async def forget(self, facts: list[str], fact: str, subject: str = "") -> Outcome[list[int]]:
+        """The positions of the facts that state `fact` (the model answers 1-based numbers)."""
+        prompt = render("forget", facts=facts, fact=fact)
+        if not facts or not self.budget.fits(prompt):  # cutting would drop facts never asked about
+            return await self.fallback.forget(facts, fact, subject)
         answer, usage, reason = await self._small("forget", prompt, ForgetOut,
-                                                  lambda: self.fallback.forget(blob, fact, subject))
-        return Outcome(answer if reason else (answer.facts.strip(), answer.found), usage, reason)
+                                                  lambda: self.fallback.forget(facts, fact, subject))
+        return Outcome(answer if reason else answer.positions(len(facts)), usage, reason)
 
     # ------------------------------------------------------------------ estimates
 
@@ -362,7 +362,7 @@ class LLMSummarizer:
         """(requests, prompt tokens) a partition-day would cost, before spending them."""
         if self._fits_daily(pd):
             return 0, 0  # passed through without the model
-        pd = clip_names(pd)
+        pd = prepared(pd)
         pieces = self.chunks(pd)
         tokens = sum(self.prompt_tokens("daily", self._render_daily(pd, p, i + 1 if len(pieces) > 1 else None))
                      for i, p in enumerate(pieces))

@@ -1,7 +1,9 @@
 """Canned, valid answers built from mempipe's own prompts, for the fake Gemini server.
 
 They quote what the prompt contains (unescaped), so tests can follow a canary sentence from
-chat_history through every request to the context rows."""
+chat_history through every request to the context rows. Daily and fold answers carry facts the
+way a model would state them (written here on their own, not with pipeline/memory/extract.py:
+the fake stands for a model)."""
 
 from __future__ import annotations
 
@@ -11,23 +13,85 @@ import re
 
 _SPEAKER = re.compile(r'<speaker handle="(p\d+)">([^<]*)</speaker>')
 _REDUCE_SPEAKER = re.compile(r'<speaker handle="(p\d+)" name="([^"]*)">(.*?)</speaker>', re.DOTALL)
-_MESSAGE = re.compile(r'<m [^>]*\bs="(p\d+)"[^>]*>(.*?)</m>', re.DOTALL)
+_MESSAGE = re.compile(r'<m ([^>]*)>(.*?)</m>', re.DOTALL)
+_ATTRIBUTE = re.compile(r'(\w+)="([^"]*)"')
 _PARTIAL = re.compile(r"<partial>(.*?)</partial>", re.DOTALL)
 _DAILY_TAG = re.compile(r'<daily date="[^"]*">(.*?)</daily>', re.DOTALL)
+_FACT = re.compile(r'<fact n="(\d+)">(.*?)</fact>', re.DOTALL)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_FIRST_PERSON = re.compile(r"^(i|i'm|i am|i've|i have|i'll|i will|i was|my)\b", re.IGNORECASE)
+_FAVOURITE = re.compile(r"\bfavou?rite\b", re.IGNORECASE)
+_LEADING = [(re.compile(p, re.IGNORECASE), r) for p, r in (
+    (r"^(i'm|i am)\b", "Is"), (r"^(i've|i have)\b", "Has"), (r"^(i'll|i will)\b", "Will"),
+    (r"^i was\b", "Was"), (r"^i\b", ""))]
 
 
 def _tag(prompt: str, name: str) -> str:
-    m = re.search(rf"<{name}>(.*?)</{name}>", prompt, re.DOTALL)
+    m = re.search(rf"^<{name}>(.*?)</{name}>", prompt, re.DOTALL | re.MULTILINE)  # a data element opens a line
     return html.unescape(m.group(1)) if m else ""
+
+
+def _messages(prompt: str) -> list[tuple[str, str, str]]:
+    """(message handle, speaker handle, text) of every <m> of a daily or fold prompt."""
+    out = []
+    for attributes, text in _MESSAGE.findall(prompt):
+        attrs = dict(_ATTRIBUTE.findall(attributes))
+        out.append((attrs.get("id", ""), attrs.get("s", ""), html.unescape(text)))
+    return out
+
+
+def _fact_worthy(sentence: str) -> bool:
+    """A first-person statement with a capitalised word (besides "I"), a number or a favourite."""
+    if not _FIRST_PERSON.match(sentence):
+        return False
+    words = sentence.split()[1:]
+    capitalised = any(w[:1].isupper() and re.sub(r"\W", "", w) not in ("I", "Im", "Ive", "Ill") for w in words)
+    return capitalised or bool(re.search(r"\d", sentence)) or bool(_FAVOURITE.search(sentence))
+
+
+def _third_person(sentence: str) -> str:
+    """Crudely: a leading "I" dropped ("I'm" -> "Is", "I've" -> "Has"), "my" -> "their"; every
+    other word kept, so the fact stays grounded in its message."""
+    text = sentence.strip().rstrip(".!?")
+    for pattern, repl in _LEADING:
+        if pattern.match(text):
+            text = pattern.sub(repl, text, count=1).strip()
+            break
+    text = re.sub(r"\bmy\b", "their", text, flags=re.IGNORECASE)
+    return text[:1].upper() + text[1:]
+
+
+def _facts(said: list[tuple[str, str]]) -> list[dict]:
+    """The facts of one speaker's messages, (message handle, text)."""
+    out = []
+    for handle, text in said:
+        for sentence in _SENTENCE.split(text):
+            sentence = sentence.strip()
+            if not sentence or not _fact_worthy(sentence):
+                continue
+            favourite = bool(_FAVOURITE.search(sentence))
+            key = re.search(r"\bmy favou?rite (\w+) is\b", sentence, re.IGNORECASE)
+            out.append({
+                "text": _third_person(sentence),
+                "category": "preference" if favourite or re.search(r"\blove", sentence, re.IGNORECASE) else "other",
+                "confidence": 0.95 if favourite else 0.8,
+                "global_safe": favourite,
+                "sources": [handle],
+                "date": None,
+                "key": f"favourite {key.group(1).lower()}" if key else None,
+            })
+    return [f for f in out if f["text"]]
 
 
 def canned_answer(request) -> str:
     prompt = request.prompt_text
-    if "<messages>" in prompt:  # daily (one chunk)
-        said: dict[str, list[str]] = {}
-        for handle, text in _MESSAGE.findall(prompt):
-            said.setdefault(handle, []).append(html.unescape(text))
-        out = [{"speaker": h, "summary": f"{html.unescape(name)} said: " + " / ".join(said.get(h, [])[:3])[:280]}
+    if "<messages>" in prompt:  # daily (one chunk) or fold
+        said: dict[str, list[tuple[str, str]]] = {}
+        for handle, speaker, text in _messages(prompt):
+            said.setdefault(speaker, []).append((handle, text))
+        out = [{"speaker": h, "summary": f"{html.unescape(name)} said: "
+                + " / ".join(t for _m, t in said.get(h, [])[:3])[:280],
+                "facts": _facts(said.get(h, []))}
                for h, name in _SPEAKER.findall(prompt)]
         return json.dumps({"summaries": out})
     if "<partial>" in prompt:  # reduce
@@ -40,14 +104,10 @@ def canned_answer(request) -> str:
         texts = [html.unescape(t) for t in _DAILY_TAG.findall(prompt)]
         return json.dumps({"summary": "This week: " + " | ".join(texts)[:480]})
     if "<past_week>" in prompt:  # merge
-        parts = [p for p in (_tag(prompt, "facts"), _tag(prompt, "today"), _tag(prompt, "past_week")) if p]
+        parts = [p for p in (_tag(prompt, "today"), _tag(prompt, "past_week")) if p]
         return json.dumps({"context": "\n".join(parts)[:1200]})
-    if "<new_fact>" in prompt:  # remember
-        facts = [f for f in _tag(prompt, "facts").splitlines() if f.strip()] + [_tag(prompt, "new_fact")]
-        return json.dumps({"facts": "\n".join(facts)})
     if "<forget>" in prompt:  # forget
         fact = _tag(prompt, "forget").lower()
-        lines = [f for f in _tag(prompt, "facts").splitlines() if f.strip()]
-        kept = [f for f in lines if fact not in f.lower()]
-        return json.dumps({"facts": "\n".join(kept), "found": len(kept) != len(lines)})
+        return json.dumps({"forget": [int(n) for n, text in _FACT.findall(prompt)
+                                      if fact and fact in html.unescape(text).lower()]})
     return json.dumps({"ok": True})

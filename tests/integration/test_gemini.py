@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 import datetime as dt
 import json
+import re
 
 import pytest
 import sqlalchemy as sa
@@ -15,6 +16,8 @@ from pipeline.config import ModelLimits
 from pipeline.ingest import import_files, ingest_messages
 from pipeline.llm.client import estimate_tokens
 from pipeline.llm.gemini import GeminiClient
+from pipeline.memory.model import Candidate
+from pipeline.summarize import ExtractiveSummarizer
 from pipeline.summarize.base import ChatLine, PartitionDay
 from pipeline.summarize.llm import REASK, LLMSummarizer
 from tests.conftest import SAMPLE
@@ -214,7 +217,7 @@ def test_requests_per_minute_never_exceed_the_limit(settings):
 def test_gemma_never_sends_system_instruction_or_json_mode(store, settings):
     fenced = lambda req: "```json\n" + canned_answer(req) + "\n```"  # noqa: E731 - Gemma likes fences
     with FakeGemini(fenced, gemma_strict=True) as server:
-        models = {op: "gemma-3-27b-it" for op in ("daily", "historical", "merge", "remember", "forget")}
+        models = {op: "gemma-3-27b-it" for op in ("daily", "historical", "merge", "forget")}
         s = gemini_settings(settings, server, models=models)
         import_files(store, [SAMPLE], settings)
         server.script(malformed("Here you go: {\"summaries\": ["))  # the first answer is not JSON
@@ -329,29 +332,147 @@ def test_facts_through_gemini(db_url, settings, server, monkeypatch, tmp_path):
     out = runner.invoke(cli, base + ["facts", "remember", "--scope", "guild:1", "--user", "5", "Ana keeps bees."],
                         catch_exceptions=False)
     assert out.exit_code == 0 and "Ana keeps bees." in out.output
-    assert any("<new_fact>Ana keeps bees.</new_fact>" in r.prompt_text for r in server.calls())
+    assert not any("Ana keeps bees." in r.prompt_text for r in server.calls())  # stored as is: no model call
     out = runner.invoke(cli, base + ["facts", "forget", "--scope", "guild:1", "--user", "5", "keeps bees"],
                         catch_exceptions=False)
     assert out.exit_code == 0 and out.output.startswith("forgotten")
 
 
-def test_remember_asks_for_facts_chars_and_holds_the_answer_to_it(settings, server):
-    s = gemini_settings(settings, server)
-    s.summary = s.summary.model_copy(update={"facts_chars": 80})
-    summarizer = llm(s)
-    old = "Ana likes tea.\nAna plays chess.\nAna is in CET.\nAna studies statistics."
+def run_extractive(settings, pd: PartitionDay, previous: dict | None = None):
+    extractive = ExtractiveSummarizer(settings.summary)
+    return asyncio.run(extractive.daily(pd) if previous is None else extractive.fold(pd, previous))
 
+
+def _ask(summarizer: LLMSummarizer, operation: str, *args):
     async def go():
         try:
-            return await summarizer.remember(old, "Ana keeps bees on her balcony.")
+            return await getattr(summarizer, operation)(*args)
         finally:
             await summarizer.aclose()
+    return asyncio.run(go())
 
-    out = asyncio.run(go())
-    assert "within 80 characters" in server.calls()[0].prompt_text
-    # the fake answers with every fact (over the budget): the oldest are left out
-    assert out.value == "Ana is in CET.\nAna studies statistics.\nAna keeps bees on her balcony."
-    assert out.degraded_reason is None and out.usage.llm_calls == 1
+
+def _day(said: list[tuple[int, str, str]]) -> PartitionDay:
+    """A partition-day of (user id, name, text), one message a minute, with snowflake-sized ids."""
+    base = dt.datetime(2026, 11, 4, 8, tzinfo=UTC)
+    lines = tuple(ChatLine(1190000000000000000 + i, uid, name, text, base + dt.timedelta(minutes=i),
+                           channel_id=1170000000000000001) for i, (uid, name, text) in enumerate(said))
+    return PartitionDay("guild:1", dt.date(2026, 11, 4), lines, {uid: name for uid, name, _t in said})
+
+
+ANA7, BO8 = 1160000000000000007, 1160000000000000008
+
+
+def _third_person(text: str) -> str:  # what the fake responder makes of "I'm …" / "My …"
+    text = text.rstrip(".")
+    return "Is " + text[4:] if text.startswith("I'm ") else "Their " + text[3:]
+
+
+def test_daily_facts_come_with_the_one_call_and_cite_positions(settings, server):
+    pd = _day([(ANA7, "Ana", f"I'm moving to Lisbon in March. {LONG}"), (BO8, "Bo", "lol nice"),
+               (BO8, "Bo", "My favourite game is Celeste."), (ANA7, "Ana", "ok")])
+    out = _ask(llm(gemini_settings(settings, server)), "daily", pd)
+    assert len(server.calls()) == 1 and out.degraded_reason is None
+    prompt = server.calls()[0].prompt_text
+    assert re.findall(r'<m id="(m\d+)"', prompt) == ["m1", "m2", "m3", "m4"]
+    assert not re.search(r"\d{15,}", prompt)  # handles, never a raw message id
+    assert out.facts == [
+        Candidate(ANA7, "Is moving to Lisbon in March", "other", 0.8, False, (0,), None, None),
+        Candidate(BO8, "Their favourite game is Celeste", "preference", 0.95, True, (2,), None, "favourite game")]
+
+
+def test_facts_of_a_map_reduced_day_cite_whole_day_positions(settings):
+    said = []
+    for i in range(60):
+        said.append((ANA7, "Ana", f"I'm visiting Porto for the festival number {i} with Marta and the band."))
+        said.append((BO8, "Bo", f"cool, that sounds like a lot of fun, have a good time over there {i} times"))
+    pd = _day(said)
+
+    def responder(req):  # a reduce answer's facts are not read
+        answer = json.loads(canned_answer(req))
+        if "<partial>" in req.prompt_text:
+            for item in answer["summaries"]:
+                item["facts"] = [{"text": "Is made up by the reduce", "confidence": 1, "sources": ["m1"]}]
+        return json.dumps(answer)
+
+    with FakeGemini(responder) as server:
+        out = _ask(llm(gemini_settings(settings, server, input_budget_tokens=1500)), "daily", pd)
+        requests = server.calls()
+    chunks = [r for r in requests if "<messages>" in r.prompt_text]
+    assert len(chunks) > 2 and any("<partial>" in r.prompt_text for r in requests)
+    assert out.degraded_reason is None and set(out.value) == {ANA7, BO8}
+    assert sorted(re.findall(r'<m id="m(\d+)"', "".join(r.prompt_text for r in chunks)), key=int) == [
+        str(i) for i in range(1, len(pd.lines) + 1)]  # every message once, numbered across the day
+    assert len(out.facts) == 60 and {f.user_id for f in out.facts} == {ANA7}
+    for fact in out.facts:
+        (position,) = fact.sources
+        line = pd.lines[position]
+        assert line.user_id == ANA7 and fact.text == _third_person(line.text)
+
+
+def test_a_fallback_day_gets_the_extractive_facts(settings, server):
+    pd = _day([(ANA7, "Ana", f"I'm moving to Lisbon in March. {LONG}"), (BO8, "Bo", f"My dog is called Pixel. {LONG}")])
+    s = gemini_settings(settings, server, max_attempts=1)
+    server.script(status(500, "boom"))
+    out = _ask(llm(s), "daily", pd)
+    assert out.degraded_reason and out.facts == run_extractive(s, pd).facts
+    server.script(status(500, "boom"))
+    out = _ask(llm(s), "fold", pd, {ANA7: "Ana: was here."})
+    assert out.degraded_reason and out.facts == run_extractive(s, pd, {ANA7: "Ana: was here."}).facts
+
+
+def test_speakers_the_model_left_out_get_the_extractive_facts(settings):
+    pd = _day([(ANA7, "Ana", f"I'm moving to Lisbon in March. {LONG}"), (BO8, "Bo", f"My dog is called Pixel. {LONG}")])
+    answer = json.dumps({"summaries": [{"speaker": "p1", "summary": "Ana moves.", "facts": [
+        {"text": "Is moving to Lisbon", "category": "plan", "confidence": 0.9, "sources": ["m1", "m2", "m7"]}]}]})
+    with FakeGemini(lambda req: answer) as server:
+        s = gemini_settings(settings, server)
+        out = _ask(llm(s), "daily", pd)
+    extractive = run_extractive(s, pd)
+    assert out.value[ANA7] == "Ana moves." and out.value[BO8] == extractive.value[BO8]
+    assert out.facts == [Candidate(ANA7, "Is moving to Lisbon", "plan", 0.9, False, (0, 1))] + [
+        f for f in extractive.facts if f.user_id == BO8]
+
+
+def test_fold_facts_come_from_the_new_messages(settings, server):
+    new = _day([(BO8, "Bo", "lol"), (ANA7, "Ana", f"My favourite game is Celeste. {LONG}")])
+    out = _ask(llm(gemini_settings(settings, server)), "fold", new, {ANA7: "Ana: I'm moving to Lisbon in March."})
+    prompt = server.calls()[0].prompt_text
+    assert "<summaries>" in prompt and re.findall(r'<m id="(m\d+)"', prompt) == ["m1", "m2"]
+    assert [(f.user_id, f.text, f.sources) for f in out.facts] == [(ANA7, "Their favourite game is Celeste", (1,))]
+
+
+def test_merge_has_no_facts(settings, server):
+    out = _ask(llm(gemini_settings(settings, server)), "merge", "Ana", "Ana: " + LONG, "Past week: " + LONG)
+    prompt = server.calls()[0].prompt_text
+    assert "<facts>" not in prompt and "<today>Ana: I am building" in prompt and "<past_week>" in prompt
+    assert out.value.startswith("Ana: I am building") and out.degraded_reason is None
+
+
+def test_forget_answers_positions(settings, server):
+    facts = ["Lives in Lisbon.", "Keeps bees on the balcony.", "Sells honey from the BEES she keeps.", "keeps BEES"]
+    out = _ask(llm(gemini_settings(settings, server)), "forget", facts, "keeps bees", "Ana")
+    prompt = server.calls()[0].prompt_text
+    assert '<fact n="1">Lives in Lisbon.</fact>' in prompt and '<fact n="4">keeps BEES</fact>' in prompt
+    assert "<forget>keeps bees</forget>" in prompt
+    assert out.value == [1, 3] and out.usage.llm_calls == 1 and out.degraded_reason is None
+
+
+def test_forget_drops_numbers_out_of_range(settings, server):
+    server.script(ok('{"forget": [0, 2, 2, 7, -1]}'))
+    out = _ask(llm(gemini_settings(settings, server)), "forget", ["Likes tea.", "Is in CET."], "CET", "Ana")
+    assert out.value == [1]
+
+
+def test_forget_without_the_model(settings, server):
+    s = gemini_settings(settings, server, input_budget_tokens=200)
+    huge = ["Keeps bees on the balcony. " * 200, "Likes tea."]  # no request this big fits the budget
+    assert _ask(llm(s), "forget", huge, "keeps bees", "Ana").value == [0]
+    assert _ask(llm(s), "forget", [], "keeps bees", "Ana").value == []
+    assert server.calls() == []
+    server.script(status(500, "boom"), status(500, "boom"))
+    out = _ask(llm(gemini_settings(settings, server, max_attempts=2)), "forget", ["Keeps bees."], "keeps bees", "Ana")
+    assert out.value == [0] and out.degraded_reason.startswith("fallback")
 
 
 def test_text_that_already_fits_is_not_sent_to_the_model(settings):
@@ -367,7 +488,7 @@ def test_text_that_already_fits_is_not_sent_to_the_model(settings):
             try:
                 daily = await summarizer.daily(pd)
                 hist = await summarizer.historical("Ana", [(pd.day, daily.value[7])])
-                merged = await summarizer.merge("Ana", "Ana keeps bees.", daily.value[7], hist.value)
+                merged = await summarizer.merge("Ana", daily.value[7], hist.value)
                 return daily, hist, merged
             finally:
                 await summarizer.aclose()
@@ -375,5 +496,6 @@ def test_text_that_already_fits_is_not_sent_to_the_model(settings):
         daily, hist, merged = asyncio.run(go())
         assert server.calls() == []
         assert daily.value == {7: "Ana: “I am building a castle.”"} and daily.degraded_reason is None
-        assert "I am building a castle." in hist.value and merged.value.startswith("Facts: Ana keeps bees.")
+        assert "I am building a castle." in hist.value and merged.value.startswith("Today: Ana: “I am building")
+        assert daily.facts == run_extractive(s, pd).facts  # a day passed through: the extractive facts
         assert daily.usage.llm_calls == hist.usage.llm_calls == merged.usage.llm_calls == 0

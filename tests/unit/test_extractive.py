@@ -1,5 +1,5 @@
 """The extractive summarizer: deterministic, per-user, within its length targets. No database;
-build_partition_day is exercised through a stub store. remember / forget: test_extractive_facts.py."""
+build_partition_day is exercised through a stub store. Facts and forget: test_extractive_facts.py."""
 
 from __future__ import annotations
 
@@ -236,43 +236,45 @@ def test_historical_of_only_chatter_days(summarizer):
 
 # ---------------------------------------------------------------- merge
 
-FACTS = "Ana lives in Lisbon.\nAna is allergic to peanuts."
 DAY1 = "Ana: “I'm moving to Lisbon in March for a new job.” · “My sister runs a bakery in Porto.”"
 HIST = "Past week (3 active days): “I have been learning Rust for the compiler course.”"
 
 
-def test_merge_puts_facts_first_then_today_then_past_week(summarizer):
-    text = run(summarizer.merge("Ana", FACTS, DAY1, HIST)).value
-    lines = text.split("\n")
-    assert lines[0] == "Facts: Ana lives in Lisbon. Ana is allergic to peanuts."
-    assert lines[1] == "Today: " + DAY1
-    assert lines[2] == HIST
+def test_merge_puts_today_then_past_week(summarizer):
+    """The recent part of a context only: the merge stage puts the profile in front of it."""
+    text = run(summarizer.merge("Ana", DAY1, HIST)).value
+    assert text.split("\n") == ["Today: " + DAY1, HIST]
+
+
+def test_merge_takes_no_facts():
+    import inspect
+
+    assert list(inspect.signature(ExtractiveSummarizer.merge).parameters) == ["self", "name", "day1", "historical"]
 
 
 def test_merge_labels_plain_historical_text(summarizer):
-    text = run(summarizer.merge("Ana", "", "", "Ana likes chess.")).value
+    text = run(summarizer.merge("Ana", "", "Ana likes chess.")).value
     assert text == "Past week: Ana likes chess."
 
 
-def test_merge_without_facts_starts_with_today(summarizer):
-    assert run(summarizer.merge("Ana", "", DAY1, "")).value == "Today: " + DAY1
+def test_merge_of_today_only(summarizer):
+    assert run(summarizer.merge("Ana", DAY1, "")).value == "Today: " + DAY1
 
 
 @pytest.mark.parametrize("context_chars", [80, 120, 200, 400, 1200])
-def test_merge_respects_context_chars_and_keeps_facts(settings, context_chars):
+def test_merge_respects_context_chars_and_keeps_today_first(settings, context_chars):
     lengths = settings.summary.model_copy(update={"context_chars": context_chars})
-    facts = "\n".join(f"Ana fact number {i} is about something." for i in range(3))
     long_day1 = DAY1 + (" · “filler sentence about nothing much.”" * 40)
     long_hist = HIST + (" · “another filler sentence here.”" * 40)
-    text = run(ExtractiveSummarizer(lengths).merge("Ana", facts, long_day1, long_hist)).value
+    text = run(ExtractiveSummarizer(lengths).merge("Ana", long_day1, long_hist)).value
     assert len(text) <= context_chars, (len(text), text)
-    assert text.startswith("Facts: Ana fact number 0")
+    assert text.startswith("Today: Ana: “I'm moving")
 
 
 def test_merge_cuts_later_parts_first(settings):
     lengths = settings.summary.model_copy(update={"context_chars": 200})
-    text = run(ExtractiveSummarizer(lengths).merge("Ana", FACTS, DAY1 * 5, HIST)).value
-    assert text.split("\n")[0] == "Facts: Ana lives in Lisbon. Ana is allergic to peanuts."
+    text = run(ExtractiveSummarizer(lengths).merge("Ana", DAY1 * 5, HIST)).value
+    assert text.startswith("Today: " + DAY1[:100]) and len(text) <= 200
     assert "Past week" not in text  # no room left after today's cut
 
 
@@ -288,7 +290,7 @@ def test_fingerprint_differs_per_operation():
     assert len({s.fingerprint(op) for op in OPERATIONS}) == len(OPERATIONS)
 
 
-@pytest.mark.parametrize("field", ["daily_chars", "historical_chars", "context_chars", "facts_chars"])
+@pytest.mark.parametrize("field", ["daily_chars", "historical_chars", "context_chars"])
 def test_fingerprint_changes_with_any_length_target(field):
     base = SummaryLengths()
     changed = base.model_copy(update={field: getattr(base, field) + 1})
