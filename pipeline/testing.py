@@ -26,7 +26,7 @@ from .db.types import UtcDateTime
 from .errors import StoreError
 from .store.base import hashable  # the real store's dump rendering
 from .store.derived import CONTEXT_STATE, RETENTION_KEYS
-from .store.facts import SCRUBBED, scrub_reach
+from .testing_facts import InMemoryFacts
 from .store.ingest import MESSAGE_IDENTITY
 from .store.locks import Lock, NullLock
 from .store.runs import ZERO_COUNTS
@@ -129,7 +129,7 @@ def _out(row: dict, columns: Iterable[str] | None = None) -> dict:
 _CONNECTION = types.SimpleNamespace(dialect=types.SimpleNamespace(name="memory"))  # the importer only hands it back
 
 
-class InMemoryStageStore:
+class InMemoryStageStore(InMemoryFacts):
     """StageStorage and IngestStorage in memory. `calls` holds (method, {argument: value}) for every
     storage call, in order; `called(name)` the arguments of one method's calls."""
 
@@ -311,15 +311,12 @@ class InMemoryStageStore:
     def contexts(self, scope=None, user_id=None, *, text=True) -> list[dict]:
         return [_out(r, None if text else CONTEXT_STATE) for r in self._select("memory_context", scope=scope, user_id=user_id)]
 
-    @_recorded
-    def context_scopes(self, prefix) -> list[str]:
-        return sorted({r["scope"] for r in self.tables["memory_context"].values() if r["scope"].startswith(prefix)})
-
     # ------------------------------------------------------------------ the stages' writes
 
     @_recorded
-    def write_batch(self, dailies=(), historicals=(), contexts=(), touches=()) -> None:
-        """One transaction; a partition-day's summaries are replaced whole."""
+    def write_batch(self, dailies=(), historicals=(), contexts=(), touches=(), *, facts=(), same_fact=0.85,
+                    profiles=(), removals=()):
+        """One transaction; a partition-day's summaries are replaced whole, its facts stored with them."""
         with self._writing():
             if dailies:
                 whole = {(r["partition"], r["day"]) for r, _s, _n in dailies}
@@ -337,6 +334,7 @@ class InMemoryStageStore:
             for t in touches:  # an UPDATE: a context that is not there stays absent
                 if (key := (t["scope"], t["user_id"])) in self.tables["memory_context"]:
                     self._update("memory_context", key, {"as_of_day": t["as_of_day"]})
+            return self._write_memory(facts, same_fact, profiles, removals)
 
     @_recorded
     def delete_historicals(self, partition, day, user_ids) -> None:
@@ -354,34 +352,6 @@ class InMemoryStageStore:
         return len(doomed)
 
     @_recorded
-    def facts(self, *, scope=None, user_ids=None) -> list[dict]:
-        return [_out(r, ("scope", "user_id", "facts")) for r in self._select("user_facts", scope=scope, user_id=user_ids)]
-
-    @_recorded
-    def forgotten(self, user_ids=None) -> list[dict]:
-        return [_out(r, ("scope", "user_id", "fact")) for r in self._select("forgotten_facts", user_id=user_ids)]
-
-    @_recorded
-    def write_facts(self, scope, user_id, blob, now, forgotten=None, scrub=None) -> int:
-        """A facts blob; with `forgotten`, also recorded and scrubbed from every text `scrub` reaches (one transaction)."""
-        with self._writing():
-            self._upsert("user_facts", [{"scope": scope, "user_id": user_id, "facts": blob, "updated_at": now}])
-            if forgotten is None:
-                return 0
-            self._insert("forgotten_facts", {"id": next(self._ids["forgotten_facts"]), "scope": scope,
-                                              "user_id": user_id, "fact": forgotten, "created_at": now})
-            changed = 0
-            for table, col, keys in SCRUBBED:
-                reach, contexts = scrub_reach(table, scrub), set(scrub.contexts)
-                for key, row in list(self.tables[table.name].items()):
-                    if row[keys[0]] not in reach or (table.name == "memory_context" and key not in contexts):
-                        continue
-                    if (cleaned := scrub({k: row[k] for k in keys} | {"text": row[col]})) != row[col]:
-                        self._update(table.name, key, {col: cleaned})
-                        changed += 1
-            return changed
-
-    @_recorded
     def start_run(self, kind, date_from, date_to, guild_id, dry_run, now) -> int:
         run_id = next(self._ids["pipeline_runs"])
         self._insert("pipeline_runs", {"id": run_id, "kind": kind, "date_from": date_from, "date_to": date_to,
@@ -397,3 +367,8 @@ class InMemoryStageStore:
     @_recorded
     def runs(self, limit=20) -> list[dict]:
         return [_out(r) for r in self._select("pipeline_runs")[::-1][:limit]]
+
+
+# The facts role (pipeline/testing_facts.py) is recorded like every other storage call.
+for _name in ("memory_facts", "apply_facts", "profiles", "last_active_days", "forgotten", "forget_fact"):
+    setattr(InMemoryStageStore, _name, _recorded(getattr(InMemoryFacts, _name)))

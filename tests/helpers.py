@@ -29,4 +29,5 @@ def replay(store, settings, first: str, last: str, **kw):
 
 
 def dump_derived(store) -> dict[str, list[tuple]]:
-    return {t: store.dump(t) for t in ("partition_days", "daily_summaries", "historical_summaries", "memory_context")}
+    return {t: store.dump(t) for t in ("partition_days", "daily_summaries", "historical_summaries", "memory_context",
+                                            "memory_profiles")}

@@ -25,7 +25,7 @@ G1 = 1150000000000000001
 ANA, BO, CY, EVE, FAY = (1160000000000000001, 1160000000000000002, 1160000000000000003, 1160000000000000009,
                         1160000000000000010)
 D = dt.date.fromisoformat
-WRITES = {"write_batch", "delete_historicals", "delete_older_than", "write_facts",
+WRITES = {"write_batch", "delete_historicals", "delete_older_than", "apply_facts", "forget_fact",
           "write_messages", "write_members", "write_channels"}
 
 
@@ -86,8 +86,8 @@ def _snapshot(store) -> dict:
         "names": store.member_names(), "names_g1": store.member_names(users, [f"guild:{G1}"]),
         "channels": store.channels(), "dm_speakers": store.dm_speaker_counts(),
         "user_partitions": store.partitions_of_users(users),
-        "contexts": store.contexts(), "dm_scopes": store.context_scopes("dm:"),
-        "facts": store.facts(), "forgotten": store.forgotten(), "runs": store.runs(50),
+        "contexts": store.contexts(), "profiles": store.profiles(),
+        "facts": store.memory_facts(), "forgotten": store.forgotten(), "runs": store.runs(50),
     }
 
 
