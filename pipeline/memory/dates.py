@@ -15,7 +15,8 @@ Conventions, where chat is ambiguous:
   sentence is in the past tense), a bare weekday is the last one before today; "last
   <weekday>" the last one before today.
 - "this weekend" is today on a Saturday or Sunday, else the coming Saturday; "next weekend" is
-  seven days after that Saturday; "last weekend" the Saturday of the weekend before it.
+  the Saturday seven days after this weekend's; "last weekend" the Saturday seven days before
+  it (weeks run Monday to Sunday).
 - Without a year, a date is the nearest one in the direction of the tense: `past` true -> the
   latest such day on or before today, false -> the first on or after today, None -> the nearest
   (a tie goes to the future). "On the Nth" works the same way with months, except that
@@ -43,19 +44,22 @@ _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 
 _ORD = r"(?:st|nd|rd|th)?"
 _COUNT = r"(?P<n>\d{1,3}|a couple of|a couple|couple|a few|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fourteen|twenty|thirty)"
 
-_FORMS: list[tuple[str, re.Pattern]] = [(name, re.compile(rx, re.IGNORECASE)) for name, rx in (
-    ("relday", r"\b(?P<w>the day after tomorrow|the day before yesterday|today|tonight|tomorrow|tmrw|tmr|yesterday)\b"),
-    ("week", r"\b(?P<rel>next|last|this|coming) (?P<unit>week(?:end)?)\b"),
-    ("weekday", r"\b(?:(?P<rel>next|this|last|coming|on)\s+)?(?P<wd>(?:mon|tues|wednes|thurs|fri|satur|sun)days?)\b"),
-    ("weekday_abbr", r"\b(?P<rel>next|this|last|coming|on)\s+(?P<wd>mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)\b\.?"),
-    ("in", rf"\bin (?P<c>{_COUNT}) (?P<unit>days?|weeks?|fortnight)\b"),
-    ("ago", rf"\b(?P<c>{_COUNT}) (?P<unit>days?|weeks?) ago\b"),
-    ("iso", r"\b(?P<y>\d{4})[-/](?P<m>\d{1,2})[-/](?P<d>\d{1,2})\b"),
-    ("daymonth", rf"\b(?:the )?(?P<d>\d{{1,2}}){_ORD}(?: of)? {_MONTH}(?:,? (?P<y>\d{{4}}))?\b"),
-    ("monthday", rf"\b{_MONTH} (?:the )?(?P<d>\d{{1,2}}){_ORD}(?!\d|:|\.\d)(?:,? (?P<y>\d{{4}}))?\b"),
-    ("nth", r"\bon the (?P<d>\d{1,2})(?:st|nd|rd|th)\b"),
-)]
-_ANY = re.compile(r"\d|today|tonight|tom|tmr|yesterday|week|day|\b(?:mon|tue|wed|thu|fri|sat|sun)", re.IGNORECASE)
+_FORMS = (  # most specific first: at one position the first form that matches wins
+    ("iso", r"\b(?P<iso_y>\d{4})[-/](?P<iso_m>\d{1,2})[-/](?P<iso_d>\d{1,2})\b"),
+    ("daymonth", rf"\b(?:the )?(?P<dm_d>\d{{1,2}}){_ORD}(?: of)? {_MONTH.replace('mon>', 'dm_mon>')}(?:,? (?P<dm_y>\d{{4}}))?\b"),
+    ("monthday", rf"\b{_MONTH.replace('mon>', 'md_mon>')} (?:the )?(?P<md_d>\d{{1,2}}){_ORD}(?!\d|:|\.\d)(?:,? (?P<md_y>\d{{4}}))?\b"),
+    ("ago", rf"\b{_COUNT.replace('n>', 'ago_c>')} (?P<ago_unit>days?|weeks?) ago\b"),
+    ("in", rf"\bin {_COUNT.replace('n>', 'in_c>')} (?P<in_unit>days?|weeks?|fortnight)\b"),
+    ("nth", r"\bon the (?P<nth_d>\d{1,2})(?:st|nd|rd|th)\b(?!\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))"),
+    ("week", r"\b(?P<week_rel>next|last|this|coming) (?P<week_unit>week(?:end)?)\b"),
+    ("weekday", r"\b(?:(?P<wd_rel>next|this|last|coming|on)\s+)?(?P<wd_wd>(?:mon|tues|wednes|thurs|fri|satur|sun)days?)\b"),
+    ("abbr", r"\b(?P<ab_rel>next|this|last|coming|on)\s+(?P<ab_wd>mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)\b\.?"),
+    ("relday", r"\b(?P<rd_w>the day after tomorrow|the day before yesterday|today|tonight|tomorrow|tmrw|tmr|yesterday)\b"),
+)
+_ALL = re.compile("|".join(f"(?P<{name}>{rx})" for name, rx in _FORMS), re.IGNORECASE)
+_DIGIT = re.compile(r"\d")
+_HINTS = ("today", "tonight", "tom", "tmr", "yesterday", "week", "day", "mon", "tue", "wed", "thu", "fri", "sat",
+          "sun")
 
 
 @dataclass(frozen=True)
@@ -80,13 +84,8 @@ def _weekday(name: str) -> int:
 
 
 def _saturday(today: dt.date) -> dt.date:
-    """The Saturday of "this weekend"."""
-    wd = today.weekday()
-    if wd == 5:
-        return today
-    if wd == 6:
-        return today - dt.timedelta(days=1)
-    return today + dt.timedelta(days=5 - wd)
+    """The Saturday of "this weekend" (on a Sunday, yesterday)."""
+    return today + dt.timedelta(days=5 - today.weekday())
 
 
 def _date(y: int, m: int, d: int) -> dt.date | None:
@@ -106,46 +105,43 @@ def _nearest(options: list[dt.date], today: dt.date, past: bool | None) -> dt.da
     return min(options, key=lambda o: (abs((o - today).days), o < today)) if options else None
 
 
-def _resolve(form: str, m: re.Match, today: dt.date, past: bool | None) -> dt.date | None:
-    g = m.groupdict()
+def _resolve(form: str, g: dict, today: dt.date, past: bool | None) -> dt.date | None:
     if form == "relday":
-        w = g["w"].lower()
+        w = " ".join(g["rd_w"].lower().split())
         offset = {"the day after tomorrow": 2, "the day before yesterday": -2, "yesterday": -1,
                   "tomorrow": 1, "tmrw": 1, "tmr": 1}.get(w, 0)
         return today + dt.timedelta(days=offset)
     if form == "week":
-        rel, unit = g["rel"].lower(), g["unit"].lower()
+        rel, unit = g["week_rel"].lower(), g["week_unit"].lower()
         if unit == "week":
             return {"next": today + dt.timedelta(days=7), "last": today - dt.timedelta(days=7)}.get(rel)
-        sat = today if today.weekday() >= 5 and rel in ("this", "coming") else _saturday(today)
-        return sat + dt.timedelta(days={"next": 7, "last": -7}.get(rel, 0))
-    if form in ("weekday", "weekday_abbr"):
-        target = _weekday(g["wd"])
-        rel = (g["rel"] or "").lower()
-        ahead = (target - today.weekday()) % 7
+        if rel in ("this", "coming") and today.weekday() >= 5:
+            return today
+        return _saturday(today) + dt.timedelta(days={"next": 7, "last": -7}.get(rel, 0))
+    if form in ("weekday", "abbr"):
+        target = _weekday(g["wd_wd"] or g["ab_wd"])
+        rel = (g["wd_rel"] or g["ab_rel"] or "").lower()
         if rel == "last" or (rel in ("", "on") and past):
             return today - dt.timedelta(days=(today.weekday() - target) % 7 or 7)
-        if rel == "this":
-            return today + dt.timedelta(days=ahead)
-        return today + dt.timedelta(days=ahead or 7)
+        ahead = (target - today.weekday()) % 7
+        return today + dt.timedelta(days=ahead if rel == "this" else ahead or 7)
     if form in ("in", "ago"):
-        n = _count(g["c"])
-        unit = g["unit"].lower()
-        days = n * (7 if unit.startswith("week") else 1) if unit != "fortnight" else 14 * max(n, 1)
+        n, unit = _count(g[form + "_c"]), g[form + "_unit"].lower()
+        days = 14 * n if unit == "fortnight" else n * (7 if unit.startswith("week") else 1)
         if not n or days > 3660:
             return None
         return today + dt.timedelta(days=days if form == "in" else -days)
     if form == "iso":
-        return _date(int(g["y"]), int(g["m"]), int(g["d"]))
+        return _date(int(g["iso_y"]), int(g["iso_m"]), int(g["iso_d"]))
     if form in ("daymonth", "monthday"):
-        month, day = _MONTHS[g["mon"].lower()[:3]], int(g["d"])
-        if g.get("y"):
-            return _date(int(g["y"]), month, day)
+        p = "dm_" if form == "daymonth" else "md_"
+        month, day = _MONTHS[g[p + "mon"].lower()[:3]], int(g[p + "d"])
+        if g[p + "y"]:
+            return _date(int(g[p + "y"]), month, day)
         options = [d for d in (_date(today.year + k, month, day) for k in (-1, 0, 1, 2, 3, 4)) if d]
         return _nearest(options, today, past)
     if form == "nth":
-        day = int(g["d"])
-        options = []
+        day, options = int(g["nth_d"]), []
         for k in range(-12, 13):
             y, mo = divmod(today.month - 1 + k, 12)
             d = _date(today.year + y, mo + 1, day)
@@ -155,20 +151,21 @@ def _resolve(form: str, m: re.Match, today: dt.date, past: bool | None) -> dt.da
     return None
 
 
+def may_have_date(text: str) -> bool:
+    """False when the text surely has no date expression (a cheap test)."""
+    if _DIGIT.search(text):
+        return True
+    low = text.lower()
+    return any(h in low for h in _HINTS)
+
+
 def find_date(text: str, today: dt.date, past: bool | None = None) -> DateMatch | None:
-    """The first (then longest) date expression of the text that resolves, or None."""
-    if not _ANY.search(text):
+    """The first date expression of the text that resolves, or None."""
+    if not may_have_date(text):
         return None
-    best: tuple[int, int, DateMatch] | None = None
-    for form, rx in _FORMS:
-        for m in rx.finditer(text):
-            if best is not None and m.start() > best[0]:
-                break
-            day = _resolve(form, m, today, past)
-            if day is None:
-                continue
-            key = (m.start(), -(m.end() - m.start()))
-            if best is None or key < best[:2]:
-                best = (key[0], key[1], DateMatch(day, m.start(), m.end(), m.group(0)))
-            break
-    return best[2] if best else None
+    for m in _ALL.finditer(text):
+        day = _resolve(m.lastgroup, m.groupdict(), today, past)  # the form: the outer group closes last
+        if day is not None:
+            return DateMatch(day, m.start(), m.end(), m.group(0))
+    return None
+

@@ -117,3 +117,76 @@ def third_person(clause: str) -> str:
             out.append(w)
         after_they = after_they and low in ADVERBS
     return capitalise(" ".join(out))
+
+
+def possessive(fragment: str) -> str:
+    """A fragment with its first-person words in the third person, nothing else changed:
+    "my grandma's garden" -> "their grandma's garden"."""
+    return " ".join(_swap(w, lambda word: _OBJECT.get(word.lower())) for w in straight(fragment).split())
+
+
+# ------------------------------------------------------------------ clauses and objects
+
+_CLAUSE = re.compile(r"\s*(?:[;,]|\s[-–—])\s*(?:(?:and|but|so|plus|also)\s+)?(?=(?:i|i'm|i've|i'll|my)\b)"
+                     r"|\s+(?:and|but|so|plus|because|cause|cuz|since|though|although|while|then)\s+"
+                     r"(?=(?:i|i'm|i've|i'll|my)\b)", re.IGNORECASE)
+_FILLER = re.compile(r"^(?:(?:so|well|yeah|yea|yep|yes|ok|okay|lol|lmao|haha\w*|btw|anyway|anyways|honestly|also|"
+                     r"and|but|oh|ah|actually|fwiw|tbh|ngl|update|fun fact|plus|hey|hi|hello|guys|fyi|heh|hmm+|"
+                     r"um+|uh+|welp|ps|omg|wow|true|same|nope|nah|no|fr|then|now|ofc|of course|btw)\b[\s,:!.\-–—]*)+",
+                     re.IGNORECASE)
+# Where an object ends: punctuation, a conjunction, a time phrase, chat noise.
+_STOP = re.compile(r"[,;:!?()\[\]]|\.(?!\w)|\s[-–—]\s|\s:[)d]\b|\s(?:and|but|because|cause|cuz|so|since|when|while|"
+                   r"though|although|which|who|where|with|until|lol|lmao|haha\w*|rn|atm|tbh|ngl|btw|now|anymore|too|"
+                   r"as well|either|for|from|after|before|again|anyway|mostly|mainly|lately|these days|nowadays|"
+                   r"right now|at the moment|in the end|at last|full[- ]time|part[- ]time|xd|soon|someday|"
+                   r"one day|eventually|recently|later|(?:last|next|this|coming) (?:month|year|summer|winter|"
+                   r"spring|fall|autumn|semester|term)|in (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*|"
+                   r"(?:a (?:few |couple )?|\w+ )(?:days?|weeks?|months?|years?) ago|ages ago|all (?:day|night|"
+                   r"week|weekend|morning|evening|year)|every (?:day|week|weekend|morning|night)|daily|"
+                   r"tonight|today|tomorrow|yesterday|on (?:mon|tue|wed|thu|fri|sat|sun)[a-z]*)\b",
+                   re.IGNORECASE)
+_TAIL = re.compile(r"(?:\s+(?:on|in|at|this|next|last|by|for|the|a|an|of|to|since|around|very|so|really))+$",
+                   re.IGNORECASE)
+_LEAD = re.compile(r"^(?P<d>[\w ,-]{2,30}?)\s*,?\s*(?=(?:i|i'm|i've|i'll|my)\b)", re.IGNORECASE)
+
+
+def clauses(sentence: str, is_date) -> list[tuple[str, str]]:
+    """(clause, leading time phrase) pairs of a sentence, split before a new "I" / "my" ("I live in
+    Lisbon and I work at Google"), leading filler ("lol", "btw") dropped; a time phrase before
+    the subject is set apart: "Tomorrow I'm flying to Tokyo" -> ("I'm flying to Tokyo",
+    "Tomorrow"). `is_date(text)` says whether a leading phrase is a date."""
+    out = []
+    for part in _CLAUSE.split(sentence):
+        part, lead_text = _FILLER.sub("", part.strip()).strip(), ""
+        lead = _LEAD.match(part)
+        if lead and is_date(lead.group("d")):
+            part, lead_text = part[lead.end():], lead.group("d")
+        if part:
+            out.append((part, lead_text))
+    return out
+
+
+def object_end(clause: str, start: int, stop_at: int | None = None, max_words: int = 8) -> int:
+    """Where the object starting at `start` ends: at the next boundary (punctuation, a
+    conjunction, a time phrase, or `stop_at`), trailing prepositions dropped, at most
+    `max_words` words. Equal to `start` when nothing is left."""
+    rest = clause[start:stop_at] if stop_at is not None and stop_at > start else clause[start:start + 160]
+    stop = _STOP.search(rest)
+    obj = _TAIL.sub("", rest[:stop.start() if stop else len(rest)].rstrip(" .")).rstrip()
+    words = obj.split()
+    if len(words) > max_words:
+        obj = " ".join(words[:max_words])
+    return start + len(obj)
+
+
+def cut(text: str, limit: int = 200) -> str:
+    """At most `limit` characters, cut at a clause boundary (else a word) after 40 characters."""
+    text = text.strip().rstrip(" ,;:-–—.")
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    for sep in (", ", "; ", " and ", " but ", " "):
+        at = head.rfind(sep)
+        if at >= 40:
+            return head[:at].rstrip(" ,;:")
+    return head
