@@ -27,4 +27,6 @@ def apply_retention(store, settings, *, now: dt.datetime, batch_size: int = 5000
         "partition_days": store.delete_older_than("partition_days", "day", oldest_day, batch_size),
         "historical_summaries": store.delete_older_than("historical_summaries", "day", history_cutoff, batch_size),
         "memory_context": store.delete_older_than("memory_context", "as_of_day", oldest_day, batch_size),
+        # a profile is touched with its context every run: an old one has no context any more
+        "memory_profiles": store.delete_older_than("memory_profiles", "as_of_day", oldest_day, batch_size),
     }

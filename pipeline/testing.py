@@ -331,9 +331,11 @@ class InMemoryStageStore(InMemoryFacts):
             for table, rows in (("historical_summaries", historicals), ("memory_context", contexts)):
                 if rows:
                     self._upsert(table, list(rows))
-            for t in touches:  # an UPDATE: a context that is not there stays absent
-                if (key := (t["scope"], t["user_id"])) in self.tables["memory_context"]:
-                    self._update("memory_context", key, {"as_of_day": t["as_of_day"]})
+            for t in touches:  # an UPDATE of a context and its profile: one that is not there stays absent
+                for table in ("memory_context", "memory_profiles"):
+                    row = self.tables[table].get(key := (t["scope"], t["user_id"]))
+                    if row is not None and row["as_of_day"] < t["as_of_day"]:
+                        self._update(table, key, {"as_of_day": t["as_of_day"]})
             return self._write_memory(facts, same_fact, profiles, removals)
 
     @_recorded

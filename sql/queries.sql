@@ -12,7 +12,8 @@ SELECT 'chat_history' AS t, COUNT(*) AS n FROM chat_history
 UNION ALL SELECT 'daily_summaries', COUNT(*) FROM daily_summaries
 UNION ALL SELECT 'historical_summaries', COUNT(*) FROM historical_summaries
 UNION ALL SELECT 'memory_context', COUNT(*) FROM memory_context
-UNION ALL SELECT 'user_facts', COUNT(*) FROM user_facts
+UNION ALL SELECT 'memory_facts', COUNT(*) FROM memory_facts
+UNION ALL SELECT 'memory_profiles', COUNT(*) FROM memory_profiles
 UNION ALL SELECT 'pipeline_runs', COUNT(*) FROM pipeline_runs;
 
 -- PostgreSQL bulk ingest (pipeline/store/ingest.py): COPY into a per-transaction staging table,

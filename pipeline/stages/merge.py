@@ -222,10 +222,14 @@ def _profile(ctx: RunContext, inputs: MergeInputs, key_of: tuple[str, int], name
     text = _ProfileText(ctx, name, key_of[1], facts, forgotten)
     state = inputs.profiles.get(key_of)
     newer = state is not None and state["as_of_day"] > as_of
-    if pkey and not ctx.dry_run and not newer and (state is None or state["input_hash"] != pkey):
+    if not pkey or ctx.dry_run or newer:
+        return text
+    if state is None or state["input_hash"] != pkey:
         ctx.writer.profile({"scope": key_of[0], "user_id": key_of[1], "profile": text(), "input_hash": pkey,
                             "fact_count": text.fact_count, "as_of_day": as_of, "made_at": ctx.now()})
-        inputs.profiles[key_of] = {"scope": key_of[0], "user_id": key_of[1], "input_hash": pkey, "as_of_day": as_of}
+    elif state["as_of_day"] < as_of:  # unchanged, still valid as of this day 1 (with its context)
+        ctx.writer.touch(key_of[0], key_of[1], as_of)
+    inputs.profiles[key_of] = {"scope": key_of[0], "user_id": key_of[1], "input_hash": pkey, "as_of_day": as_of}
     return text
 
 

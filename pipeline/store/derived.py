@@ -30,6 +30,7 @@ RETENTION_KEYS = {
     "daily_summaries": ("partition", "day", "user_id"),
     "historical_summaries": ("partition", "user_id", "day"),
     "memory_context": ("scope", "user_id"),
+    "memory_profiles": ("scope", "user_id"),
 }
 
 
@@ -222,12 +223,13 @@ class DerivedStore:
                 self._upsert(conn, insert, historical_summaries, ("partition", "user_id", "day"), historicals)
             if contexts:
                 self._upsert(conn, insert, memory_context, ("scope", "user_id"), contexts)
-            if touches:
-                conn.execute(sa.update(memory_context)
-                             .where(memory_context.c.scope == sa.bindparam("b_scope"),
-                                    memory_context.c.user_id == sa.bindparam("b_user"))
-                             .values(as_of_day=sa.bindparam("b_day")),
-                             [{"b_scope": t["scope"], "b_user": t["user_id"], "b_day": t["as_of_day"]} for t in touches])
+            if touches:  # a context and its profile, valid as of a later day 1
+                binds = [{"b_scope": t["scope"], "b_user": t["user_id"], "b_day": t["as_of_day"]} for t in touches]
+                for table in (memory_context, memory_profiles):
+                    conn.execute(sa.update(table)
+                                 .where(table.c.scope == sa.bindparam("b_scope"), table.c.user_id == sa.bindparam("b_user"),
+                                        table.c.as_of_day < sa.bindparam("b_day"))
+                                 .values(as_of_day=sa.bindparam("b_day")), binds)
             if profiles:
                 self._upsert(conn, insert, memory_profiles, ("scope", "user_id"), profiles)
             for kind, scope, user_id in removals:

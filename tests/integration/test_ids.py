@@ -35,7 +35,7 @@ def test_a_scope_id_beyond_64_bits_is_refused_before_anything_is_written(db_url,
     assert result.exit_code == 2 and "--scope" in result.output and "Traceback" not in result.output
     engine = sa.create_engine(db_url)
     with engine.connect() as conn:
-        assert conn.execute(sa.text("SELECT COUNT(*) FROM user_facts")).scalar_one() == 0
+        assert conn.execute(sa.text("SELECT COUNT(*) FROM memory_facts")).scalar_one() == 0
     engine.dispose()
 
 
@@ -94,4 +94,4 @@ def test_remember_and_forget_refuse_a_bad_user_id_before_writing(store, settings
         asyncio.run(remember(ctx, SCOPE, user_id, "Ana studies statistics."))
     with pytest.raises(IdError, match="user_id"):
         asyncio.run(forget(ctx, SCOPE, user_id, "statistics"))
-    assert store.facts() == [] and store.forgotten() == []
+    assert store.memory_facts() == [] and store.forgotten() == []

@@ -25,7 +25,7 @@ def test_retention_deletes_aged_rows_in_batches_and_keeps_facts(store, settings)
     n_hist = len(store.dump("historical_summaries"))
     deleted = apply_retention(store, s, now=dt.datetime(2026, 11, 24, tzinfo=UTC))
     assert deleted == {"chat_history": 0, "daily_summaries": 0, "partition_days": 0,
-                       "historical_summaries": n_hist, "memory_context": 0}
+                       "historical_summaries": n_hist, "memory_context": 0, "memory_profiles": 0}
     counts_before = store.table_counts()
     assert counts_before["chat_history"] == 90
 
@@ -34,8 +34,8 @@ def test_retention_deletes_aged_rows_in_batches_and_keeps_facts(store, settings)
     after = store.table_counts()
     assert deleted["chat_history"] == 90 and after["chat_history"] == 0
     assert after["daily_summaries"] == 0 and store.dump("partition_days") == []
-    assert after["memory_context"] == 0 and after["historical_summaries"] == 0
-    assert [r["facts"] for r in store.facts(scope="guild:1150000000000000001", user_ids=[1160000000000000001])] == ["Ana keeps bees."]
+    assert after["memory_context"] == 0 and after["historical_summaries"] == 0 and after["memory_profiles"] == 0
+    assert "Keeps bees" in [r["text"] for r in store.memory_facts(user_ids=[1160000000000000001])]
     assert apply_retention(store, s, now=dt.datetime(2026, 12, 6, tzinfo=UTC)) == dict.fromkeys(deleted, 0)
 
 

@@ -39,15 +39,16 @@ def test_defaults():
     assert s.max_message_chars == 2000
     assert s.timezones.default == "UTC"
     assert s.timezones.guilds == {}
-    assert (s.summary.daily_chars, s.summary.historical_chars, s.summary.context_chars,
-            s.summary.facts_chars) == (300, 500, 1200, 800)
+    assert (s.summary.daily_chars, s.summary.historical_chars, s.summary.context_chars) == (300, 500, 1200)
+    assert (s.memory.min_confidence, s.memory.min_grounding, s.memory.same_fact, s.memory.global_min_confidence,
+            s.memory.profile_words) == (0.7, 0.45, 0.85, 0.9, 2000)
 
 
 def test_default_toml_exists_and_agrees_with_the_code_defaults():
     assert DEFAULT_CONFIG.is_file()
     from_file, from_code = load_settings(), Settings()
     for section in ("database_url", "summarizer", "retention_days", "max_message_chars",
-                    "pool_size", "pool_max_overflow", "timezones", "summary"):
+                    "pool_size", "pool_max_overflow", "timezones", "summary", "memory"):
         assert getattr(from_file, section) == getattr(from_code, section), section
 
 
@@ -63,7 +64,7 @@ def test_override_file_deep_merges(tmp_path):
     s = load_settings(write(tmp_path, "[summary]\ndaily_chars = 420\n"))
     assert s.summary.daily_chars == 420
     # Everything else keeps its default, including the rest of [summary].
-    assert (s.summary.historical_chars, s.summary.context_chars, s.summary.facts_chars) == (500, 1200, 800)
+    assert (s.summary.historical_chars, s.summary.context_chars) == (500, 1200)
     assert s.retention_days == 30
     assert s.timezones.default == "UTC"
     assert s.database_url == "sqlite:///var/mempipe.db"
