@@ -2,8 +2,8 @@
 errors to stderr; every option has an environment variable; errors say what to do.
 
 This module holds the group, its shared state and option helpers; the commands live by topic in
-data.py (db, import, run, replay, runs), memory.py (context, contexts, facts) and service.py
-(serve, retention, status)."""
+data.py (db, import, run, replay, runs), memory.py (context, contexts, facts, profile,
+memory-files) and service.py (serve, retention, status)."""
 
 from __future__ import annotations
 

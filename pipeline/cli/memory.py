@@ -1,12 +1,15 @@
-"""`mempipe context`, `contexts`, `facts …`: what bots read and what users asked to keep or forget."""
+"""`mempipe context`, `contexts`, `facts …`, `profile`, `memory-files`: what bots read, what users asked to
+keep or forget, and long-term memory as people read it."""
 
 from __future__ import annotations
 
 import asyncio
+import pathlib
 
 import click
 
 from ..errors import MempipeError
+from .data import _progress_bar
 from .main import (
     SNOWFLAKE,
     State,
@@ -71,7 +74,7 @@ async def _closing(rc, coro):
 
 @cli.group()
 def facts():
-    """Remember and forget facts about a user (per scope)."""
+    """Remember, forget and list facts about a user (per scope)."""
 
 
 
@@ -112,11 +115,95 @@ def facts_forget(state: State, scope, user_id, text):
 
 
 @facts.command("show")
+@user_option
+@click.option("--scope", callback=_scope, default=None,
+              help="Only the facts this scope may read (its partitions for the user, plus global facts).")
+@click.option("--all", "include_superseded", is_flag=True, help="Include superseded facts (history).")
+@json_option
+@click.pass_obj
+def facts_show(state: State, user_id, scope, include_superseded, as_json):
+    """List the structured facts stored about USER, one per line: level, category, confidence,
+    first..last seen, event date, where it was said and its origin (manual, or the messages it was
+    extracted from). Superseded facts only with --all.
+
+    \b
+    Example: mempipe facts show --user 1160000000000000001 --scope guild:1150000000000000001
+    """
+    from ..memory.views import fact_line, facts_for
+
+    rows = facts_for(state.store(), user_id, scope, include_superseded=include_superseded)
+    if as_json:
+        _echo_json([_ids_as_text(r) for r in rows])
+        return
+    if not rows:
+        where = f" that {scope} may read" if scope else ""
+        click.echo(f"no {'' if include_superseded else 'active '}facts about user {user_id}{where}", err=True)
+    for r in rows:
+        click.echo(fact_line(r))
+
+
+# ---------------------------------------------------------------- profile / memory files
+
+ID_KEYS = ("id", "user_id")  # the 64-bit ids of a fact or profile row
+
+
+def _ids_as_text(row: dict) -> dict:
+    """A row for --json with its 64-bit ids as strings (a JavaScript number keeps only 53 bits)."""
+    return {k: str(v) if k in ID_KEYS and v is not None else v for k, v in row.items()}
+
+
+@cli.command("profile")
 @scope_option
 @user_option
+@json_option
 @click.pass_obj
-def facts_show(state: State, scope, user_id):
-    """Print the facts stored for USER in SCOPE."""
-    rows = state.store().facts(scope=scope, user_ids=[user_id])
-    click.echo(rows[0]["facts"] if rows else "")
+def profile_cmd(state: State, scope, user_id, as_json):
+    """Print the long-term profile of USER as SCOPE may read it (the facts part of a context),
+    as stored by the last `mempipe run`. Exit 1 when there is none.
 
+    \b
+    Example: mempipe profile --scope guild:1150000000000000001 --user 1160000000000000001
+    """
+    from ..memory.views import profile_of
+
+    row = profile_of(state.store(), scope, user_id)
+    if as_json:
+        _echo_json(_ids_as_text(row))
+    else:
+        click.echo(row["profile"])
+
+
+@cli.command("memory-files")
+@click.argument("directory", type=click.Path(path_type=pathlib.Path))
+@scope_option
+@click.option("--user", "user_id", type=SNOWFLAKE, default=None,
+              help="Only this user (default: every user with a profile or a daily summary SCOPE may read).")
+@json_option
+@click.pass_obj
+def memory_files_cmd(state: State, directory, scope, user_id, as_json):
+    """Write each user's memory as markdown files under DIRECTORY (created if missing):
+
+    \b
+      <user>/MEMORY.md                the user's profile in SCOPE
+      <user>/journal/YYYY-MM-DD.md    the user's daily summaries SCOPE may read
+
+    Use one directory per scope. Safe to rerun: unchanged files are left alone, files whose
+    memory is gone are removed, nothing else in DIRECTORY is touched.
+
+    \b
+    Example: mempipe memory-files var/memory/guild-1150 --scope guild:1150000000000000001
+    """
+    from ..memory.files import write_memory_files
+
+    store = state.store()
+    bar, progress = _progress_bar("memory files")
+    with bar:
+        counts = write_memory_files(store, directory, scope, user_id, progress=progress)
+    if as_json:
+        _echo_json(counts)
+        return
+    click.echo(f"{directory}: {counts['users']} user(s); {counts['written']} file(s) written, "
+               f"{counts['unchanged']} unchanged, {counts['removed']} removed")
+    if counts["written"] + counts["unchanged"] == 0:
+        click.echo(f"nothing to write: no profile or daily summary that {scope} may read"
+                   f"{f' for user {user_id}' if user_id is not None else ''} (has `mempipe run` been run?)", err=True)

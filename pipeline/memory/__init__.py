@@ -8,4 +8,6 @@ promoted to `global` only when safe everywhere; rendered per (scope, user) into 
 - promote.py: global promotion (word-boundary allow and deny lists)
 - dedup.py: ADD / UPDATE / NOOP against what is known, never across privacy levels
 - profile.py: the facts a scope may read, rendered MEMORY.md-style within a budget
+- views.py: a user's facts as one scope may read them, a stored profile (`mempipe facts show`, `profile`)
+- files.py: MEMORY.md and journal/YYYY-MM-DD.md per user of a scope (`mempipe memory-files`)
 """

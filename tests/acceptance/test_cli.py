@@ -115,9 +115,13 @@ def test_errors_say_what_to_do(mp, tmp_path):
 def test_facts_commands(mp):
     mp("import", str(SAMPLE))
     mp("replay", "--from", "2026-11-01", "--to", "2026-11-04")
-    out = mp("facts", "remember", "--scope", f"guild:{G1}", "--user", str(ANA), "Ana speaks Portuguese").output
-    assert "Ana speaks Portuguese." in out
-    assert "Ana speaks Portuguese." in mp("facts", "show", "--scope", f"guild:{G1}", "--user", str(ANA)).output
+    from freezegun import freeze_time
+
+    with freeze_time("2026-11-04 18:00"):  # a fact remembered today shows in contexts as of today, not earlier
+        out = mp("facts", "remember", "--scope", f"guild:{G1}", "--user", str(ANA), "Ana speaks Portuguese").output
+    assert out == "Speaks Portuguese\n"  # stored in the third person, without the name
+    shown = mp("facts", "show", "--scope", f"guild:{G1}", "--user", str(ANA)).output
+    assert "] Speaks Portuguese  (guild:" in shown
     assert "Portuguese" in mp("context", "--scope", f"guild:{G1}", "--user", str(ANA)).output
     assert mp("facts", "forget", "--scope", f"guild:{G1}", "--user", str(ANA), "speaks Portuguese").output.startswith("forgotten")
     assert "Portuguese" not in mp("context", "--scope", f"guild:{G1}", "--user", str(ANA)).output
