@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+from collections import defaultdict
 
 from pipeline.ingest import ingest_messages
 from pipeline.stages.facts import forget
@@ -56,7 +57,8 @@ def _dailies(store) -> dict[tuple[str, int], str]:
 
 
 def _contexts(store) -> dict[tuple[str, int], str]:
-    return {(r["scope"], r["user_id"]): r["context"] for r in store.contexts()}
+    """(scope, user) -> context; "" for none (a context left with nothing to say is removed)."""
+    return defaultdict(str, {(r["scope"], r["user_id"]): r["context"] for r in store.contexts()})
 
 
 def _has(text: str) -> bool:
