@@ -1,27 +1,17 @@
 """A deterministic community chat with planted durable facts, for the memory-quality section.
+Fixed before any number was measured, without reading how facts are extracted: people talking.
 
-Fixed before any number was measured, and written without reading how facts are extracted:
-the chat is meant to look like people talking, not like input shaped for an extractor.
-
-World: `guilds` guilds (one timezone each), each with three public channels and one restricted
-channel (about 40% of its members); every user is in one guild, a third in two; half of the
-users DM the bot (one-to-one, `is_group: false`: only the user writes, the bot's own messages
-are not chat history). Users write small talk, questions, banter, links, numbers that are not
-facts, and talk about games, bands and places that are nobody's fact (pools disjoint from the
-planted values). Some users go silent for weeks.
-
-Planted facts, per user (first person, several phrasings per kind, sometimes lowercased, with
-emoji, asides or a typo outside the value; some as the answer to someone's question): a move
-(city), a new job (company), a pet's name, a favourite game, a favourite band, one or two trips
-with their absolute date, and for some a favourite game or band that changes 20–50 days later.
-Each is said once (a fifth of them restated once, days later, in the same partition). Most are
-said in a guild's public channels, some ONLY in the user's restricted channel or ONLY in their
-DM (the leak probes). Every planted value is unique in the corpus: `write` checks that each
-keyword occurs in no message but its own plants, and in no display or channel name.
-
-`write(spec, seed, path)` writes the JSONL (README "import" format) and `<path>.plants.json`
-(the plants, the channels and who can read them); `SIZES` are the section's sizes.
-"""
+World: guilds (one timezone each) with three public channels and a restricted one (~40% of the
+members); every user in one guild, a third in two; half the users DM the bot one-to-one
+(`is_group: false`: only the user writes). Small talk, questions, banter, links, numbers that are
+not facts, games/bands/places that are nobody's fact (pools disjoint from the planted values);
+a third of the users go silent for weeks. Planted, per user, in first person with varied
+phrasings (lowercase, emoji, asides, a typo outside the value; some answering a question): a
+move, a job, a pet's name, a favourite game and band, dated trips, and for some a favourite that
+changes 20–50 days later. Each said once (a fifth restated once), mostly in public, some ONLY in
+the restricted channel or ONLY in the DM (leak probes). `write` checks that every keyword occurs
+only in its own plants (never in noise, names or channel names), writes the JSONL (README
+"import") and `<path>.plants.json` (plants, channels, who reads what)."""
 
 from __future__ import annotations
 
@@ -34,6 +24,8 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from zoneinfo import ZoneInfo
+
+from .env import ordinal
 
 GENERATOR_VERSION = "memory-1"
 GUILD_BASE, USER_BASE, CHANNEL_BASE = 1250000000000000000, 1260000000000000000, 1270000000000000000
@@ -61,98 +53,98 @@ class MemSpec:
 
 
 SIZES = {
-    "tiny": MemSpec("tiny", users=8, days=40, guilds=2, plant_until=9, change_gap=(5, 7), silence=(8, 12),
-                    checkpoints=(30,)),
+    "tiny": MemSpec("tiny", 8, 40, 2, plant_until=9, change_gap=(5, 7), silence=(8, 12), checkpoints=(30,)),
     "small": MemSpec("small", users=24, days=120, guilds=3, plant_until=59, change_gap=(20, 50), silence=(20, 35)),
     "large": MemSpec("large", users=30, days=120, guilds=3, plant_until=59, change_gap=(20, 50), silence=(20, 35)),
 }
+
 
 def _pool(s: str) -> list[str]:
     return [w.strip() for w in s.split("|") if w.strip()]
 
 
-NAMES = _pool("mira|jonas_k|tealeaf|Rafa|NightOwl|bex|Dmitri|kass|hollis|Ines|pavo|Sunny D|marek|lumen|Yara|ottoman|"
-              "fizz|Carmen|quill|Theo B|noor|glitchy|Anouk|vero|Kofi|sable|Priya|wren|Bastien|juno_x|Hakan|ellie")
-CITIES = _pool("Porto|Tallinn|Ljubljana|Montevideo|Wellington|Kyoto|Sapporo|Busan|Taipei|Hanoi|Chiang Mai|Bergen|"
-               "Gothenburg|Aarhus|Utrecht|Ghent|Bologna|Seville|Valencia|Granada|Marseille|Bordeaux|Leipzig|Dresden|"
-               "Salzburg|Innsbruck|Basel|Bruges|Galway|Edinburgh|Glasgow|Cardiff|Halifax|Winnipeg|Calgary|Asheville|"
-               "Boise|Tucson|Oaxaca|Cusco|Medellin|Hobart|Queenstown|Tbilisi|Yerevan|Almaty|Marrakech|Zanzibar|"
-               "Nairobi|Krakow|Bratislava|Reykjavik|Trondheim|Tampere|Vilnius|Riga|Plovdiv|Thessaloniki|Izmir|"
-               "Da Nang|Okinawa|Fukuoka|Penang|Cebu|Hoi An|Luang Prabang|Ushuaia|Mendoza|Arequipa|Cartagena")
-COMPANIES = _pool("Spotify|Shopify|Atlassian|Canva|Figma|Zalando|Klarna|Datadog|Cloudflare|Stripe|Twilio|Miro|"
-                  "Duolingo|Etsy|Revolut|Mozilla|Ubisoft|Rovio|Supercell|GitLab|Grafana Labs|Airtable|Asana|"
-                  "Deliveroo|Monzo|Trivago|Wolt|Celonis|Personio|Zendesk|Hubspot|Intercom")
-ROLES = _pool("designer|data analyst|backend dev|QA tester|product manager|support engineer|recruiter|"
-              "frontend dev|technical writer|sound designer|community manager|SRE")
-PETS = _pool("Miso|Mochi|Tofu|Pretzel|Waffles|Noodle|Juniper|Clementine|Ziggy|Bartholomew|Sprocket|Gizmo|Basil|"
-             "Marzipan|Dumpling|Fennel|Nacho|Chowder|Mango|Peanut|Cinder|Loki|Freya|Yuki|Wasabi|Taro|Kimchi|"
-             "Churro|Falafel|Tapioca|Paprika|Mortimer|Lentil")
+NAMES = _pool("""mira|jonas_k|tealeaf|Rafa|NightOwl|bex|Dmitri|kass|hollis|Ines|pavo|Sunny D|marek|lumen|Yara|ottoman|
+fizz|Carmen|quill|Theo B|noor|glitchy|Anouk|vero|Kofi|sable|Priya|wren|Bastien|juno_x|Hakan|ellie""")
+CITIES = _pool("""Porto|Tallinn|Ljubljana|Montevideo|Wellington|Kyoto|Sapporo|Busan|Taipei|Hanoi|Chiang Mai|Bergen|
+Gothenburg|Aarhus|Utrecht|Ghent|Bologna|Seville|Valencia|Granada|Marseille|Bordeaux|Leipzig|Dresden|Salzburg|
+Innsbruck|Basel|Bruges|Galway|Edinburgh|Glasgow|Cardiff|Halifax|Winnipeg|Calgary|Asheville|Boise|Tucson|Oaxaca|Cusco|
+Medellin|Hobart|Queenstown|Tbilisi|Yerevan|Almaty|Marrakech|Zanzibar|Nairobi|Krakow|Bratislava|Reykjavik|Trondheim|
+Tampere|Vilnius|Riga|Plovdiv|Thessaloniki|Izmir|Da Nang|Okinawa|Fukuoka|Penang|Cebu|Hoi An|Luang Prabang|Ushuaia|
+Mendoza|Arequipa|Cartagena""")
+COMPANIES = _pool("""Spotify|Shopify|Atlassian|Canva|Figma|Zalando|Klarna|Datadog|Cloudflare|Stripe|Twilio|Miro|
+Duolingo|Etsy|Revolut|Mozilla|Ubisoft|Rovio|Supercell|GitLab|Grafana Labs|Airtable|Asana|Deliveroo|Monzo|Trivago|Wolt|
+Celonis|Personio|Zendesk|Hubspot|Intercom""")
+ROLES = _pool("""designer|data analyst|backend dev|QA tester|product manager|support engineer|recruiter|frontend dev|
+technical writer|sound designer|community manager|SRE""")
+PETS = _pool("""Miso|Mochi|Tofu|Pretzel|Waffles|Noodle|Juniper|Clementine|Ziggy|Bartholomew|Sprocket|Gizmo|Basil|
+Marzipan|Dumpling|Fennel|Nacho|Chowder|Mango|Peanut|Cinder|Loki|Freya|Yuki|Wasabi|Taro|Kimchi|Churro|Falafel|Tapioca|
+Paprika|Mortimer|Lentil""")
+GAMES = _pool("""Hades|Celeste|Terraria|Factorio|Hollow Knight|Stardew Valley|Outer Wilds|Disco Elysium|
+Slay the Spire|Subnautica|Rimworld|Dead Cells|Cuphead|Undertale|Bloodborne|Sekiro|Okami|Inscryption|Pentiment|
+Cult of the Lamb|Tunic|Spiritfarer|Oxygen Not Included|Frostpunk|Dredge|Returnal|Firewatch|Transistor|Bastion|
+Kentucky Route Zero|Night in the Woods|Baba Is You|Return of the Obra Dinn|Hotline Miami|Katana Zero|Nier Automata|
+Persona 5|Xenoblade|Chrono Trigger|Shovel Knight|Hyper Light Drifter|Into the Breach|Darkest Dungeon|Pikmin|
+Animal Well|Tetris Effect""")
+BANDS = _pool("""Khruangbin|Radiohead|Tame Impala|Phoebe Bridgers|Fleetwood Mac|Gorillaz|Daft Punk|Bon Iver|
+Arctic Monkeys|Mitski|Rosalia|Stromae|Bjork|Deftones|Paramore|Hozier|Alvvays|Beach House|Caribou|Big Thief|
+Japanese Breakfast|Vampire Weekend|Massive Attack|Portishead|Sigur Ros|Mogwai""")
 SPECIES = ("cat", "cat", "dog", "dog", "rabbit", "hamster", "parrot", "ferret", "gecko")
-GAMES = _pool("Hades|Celeste|Terraria|Factorio|Hollow Knight|Stardew Valley|Outer Wilds|Disco Elysium|"
-              "Slay the Spire|Subnautica|Rimworld|Dead Cells|Cuphead|Undertale|Bloodborne|Sekiro|Okami|Inscryption|"
-              "Pentiment|Cult of the Lamb|Tunic|Spiritfarer|Oxygen Not Included|Frostpunk|Dredge|Returnal|Firewatch|"
-              "Transistor|Bastion|Kentucky Route Zero|Night in the Woods|Baba Is You|Return of the Obra Dinn|"
-              "Hotline Miami|Katana Zero|Nier Automata|Persona 5|Xenoblade|Chrono Trigger|Shovel Knight|Hyper Light "
-              "Drifter|Into the Breach|Darkest Dungeon|Pikmin|Animal Well|Tetris Effect")
-BANDS = _pool("Khruangbin|Radiohead|Tame Impala|Phoebe Bridgers|Fleetwood Mac|Gorillaz|Daft Punk|Bon Iver|"
-              "Arctic Monkeys|Mitski|Rosalia|Stromae|Bjork|Deftones|Paramore|Hozier|Alvvays|Beach House|Caribou|"
-              "Big Thief|Japanese Breakfast|Vampire Weekend|Massive Attack|Portishead|Sigur Ros|Mogwai")
 # Noise: games, bands and places people talk about that are nobody's planted fact.
-N_GAMES = _pool("Minecraft|Fortnite|Elden Ring|Valorant|Zelda|Balatro|Helldivers|Baldur's Gate|Overwatch|Apex|"
-                "Mario Kart|Tarkov|Palworld|Rocket League|Among Us")
-N_PLACES = _pool("London|Paris|New York|Lisbon|Barcelona|Rome|Amsterdam|Toronto|Sydney|Chicago|Madrid|Seoul|Dubai")
-N_BANDS = _pool("Taylor Swift|Drake|Beyonce|BTS|Coldplay|Metallica|Dua Lipa")
-NOISE = _pool("""gm everyone|anyone around?|lol|lmao same|brb coffee ☕|ngl today was long|haha|true|agreed|
-no way 😂|that's wild|good night folks 😴|yeah fair|wait what happened earlier?|ok that's actually funny|
-does anyone know how to fix the audio crackling on discord?|what time is the event tonight?|who's up for a match later?|
-patch notes are out btw|i need more sleep|it's like 32 degrees here today, melting|only 14 hours till the weekend|
-my ping is 120ms rn, unplayable|got 3 wins in a row finally|someone pin that message pls|+1|this channel is chaos today|
-can a mod check the announcements?|ok but who ate the last slice|the new {ng} trailer looks sick|anyone played {ng}?|
-{ng} servers are down again 🙃|{np} is on my list someday|my cousin is visiting {np} next month|
-saw a documentary about {np} yesterday|{nb} is overrated, fight me|is {nb} touring this year?|
-check this out https://youtu.be/{link}|https://example.com/post/{num} lol|read this earlier https://news.example.org/{num}|
-dogs are the best, no debate|my neighbour's cat keeps visiting us 🐈|version {num}.{num2} fixed nothing|
-price went up to {num} bucks?? no thanks|we need a movie night|congrats!!|oh nice|that's awesome|sounds fun|
-good luck!!|hope it goes well|rip|happy friday|anyone watching the game tonight?|lunch time|back|ugh mondays|
-the bot is being weird again|is it just me or is it cold|i'm so tired lol|omw|teach me your ways|
-lol what|how was your weekend?|any plans for tonight?|i should really go to bed|hydrate, people 💧|
-that build is broken lol|ranked is pain|who's hosting next week?|i'll be late, sorry|anyone want to duo?""")
+N_GAMES = _pool("""Minecraft|Fortnite|Elden Ring|Valorant|Zelda|Balatro|Helldivers|Baldur's Gate|Overwatch|Apex|
+Mario Kart|Tarkov|Palworld|Rocket League|Among Us""")
+N_PLACES = _pool("""London|Paris|New York|Lisbon|Barcelona|Rome|Amsterdam|Toronto|Sydney|Chicago|Madrid|Seoul|
+Dubai""")
+N_BANDS = _pool("""Taylor Swift|Drake|Beyonce|BTS|Coldplay|Metallica|Dua Lipa""")
+NOISE = _pool("""gm everyone|anyone around?|lol|lmao same|brb coffee ☕|ngl today was long|haha|true|agreed|no way 😂|
+that's wild|good night folks 😴|yeah fair|wait what happened earlier?|ok that's actually funny|
+does anyone know how to fix the audio crackling on discord?|what time is the event tonight?|
+who's up for a match later?|patch notes are out btw|i need more sleep|it's like 32 degrees here today, melting|
+only 14 hours till the weekend|my ping is 120ms rn, unplayable|got 3 wins in a row finally|
+someone pin that message pls|+1|this channel is chaos today|can a mod check the announcements?|
+ok but who ate the last slice|the new {ng} trailer looks sick|anyone played {ng}?|{ng} servers are down again 🙃|
+{np} is on my list someday|my cousin is visiting {np} next month|saw a documentary about {np} yesterday|
+{nb} is overrated, fight me|is {nb} touring this year?|check this out https://youtu.be/{link}|
+https://example.com/post/{num} lol|read this earlier https://news.example.org/{num}|dogs are the best, no debate|
+my neighbour's cat keeps visiting us 🐈|version {num}.{num2} fixed nothing|price went up to {num} bucks?? no thanks|
+we need a movie night|congrats!!|oh nice|that's awesome|sounds fun|good luck!!|hope it goes well|rip|happy friday|
+anyone watching the game tonight?|lunch time|back|ugh mondays|the bot is being weird again|
+is it just me or is it cold|i'm so tired lol|omw|teach me your ways|lol what|how was your weekend?|
+any plans for tonight?|i should really go to bed|hydrate, people 💧|that build is broken lol|ranked is pain|
+who's hosting next week?|i'll be late, sorry|anyone want to duo?""")
 DM_NOISE = _pool("""hey|thanks!|tell me a joke|what's 15% of 80?|how do i convert 5 miles to km|good morning|
 can you summarize the rules of the server?|what's a good name for a sourdough starter|remind me to drink water lol|
 never mind|ok cool|what time is it in {np} right now?|recommend me a podcast|is {ng} worth it?|thx""")
 QUESTIONS = {"move": "wait where did you end up moving?", "job": "did you end up taking that job?",
              "pet": "what's the new pet called?", "game": "what's your favourite game anyway?",
              "band": "who do you listen to the most?", "trip": "any trips coming up?"}
-TEMPLATES = {
-    "move": ["just moved to {v} last week, still unpacking boxes lol", "we finally relocated to {v}!! new apartment "
-             "is tiny but cute", "update: i live in {v} now 🙂", "moving day done. {v} here i come",
-             "so yeah, packed everything and moved to {v} on the weekend", "small life update — I moved to {v}. "
-             "still figuring out where the good coffee is", "finally settled in {v}, the commute is way better"],
-    "job": ["started at {v} as a {role} on monday 🎉", "new job at {v}! {role} role, nervous but excited",
-            "got the offer from {v}, i'm gonna be a {role} there", "first week as a {role} at {v} done, brain is fried",
-            "so i work at {v} now ({role} team), ask me anything lol", "quit my old gig, joined {v} as {role}"],
-    "pet": ["my cat {v} just knocked my coffee over 🙄", "adopted a dog last weekend, named him {v}",
-            "{v} (my {species}) has been zooming around all morning", "we got a {species}!! her name is {v}",
-            "my {species} {v} says hi 🐾", "had to take {v} to the vet today, my {species} ate a sock. she's fine"],
-    "game": ["my favourite game is {v}, no contest", "{v} is my all-time fav game tbh", "nothing beats {v} for me, "
-             "best game ever made", "if i had to pick one game forever it'd be {v}", "hot take but {v} is the GOAT, "
-             "my fave game"],
-    "band": ["my favourite band is {v}", "been listening to {v} nonstop, easily my fav band", "{v} is my favourite "
-             "band, saw them live twice", "nobody beats {v} for me music-wise"],
-    "change": ["honestly {v} is my favourite {what} now", "ok new favourite {what}: {v}. sorry {old}",
-               "{v} has replaced {old} as my favourite {what}", "i think {v} is my fav {what} these days tbh",
-               "changed my mind, {v} is the best {what}, it's my favourite now"],
-    "trip": ["flying to {v} on {month} {day}!!", "booked tickets to {v} for the {nth} of {month} ✈️",
-             "we're heading to {v} on {day} {month} for a week", "trip to {v} on {mon} {day}, can't wait"],
-    "trip_relative": ["going to {v} next {weekday}, any tips?", "in {n} days i'll be in {v} lol"],
-}
+TEMPLATES = {k: _pool(v) for k, v in {
+    "move": """just moved to {v} last week, still unpacking boxes lol|
+we finally relocated to {v}!! new apartment is tiny but cute|update: i live in {v} now 🙂|
+moving day done. {v} here i come|so yeah, packed everything and moved to {v} on the weekend|
+small life update — I moved to {v}. still figuring out where the good coffee is|
+finally settled in {v}, the commute is way better""",
+    "job": """started at {v} as a {role} on monday 🎉|new job at {v}! {role} role, nervous but excited|
+got the offer from {v}, i'm gonna be a {role} there|first week as a {role} at {v} done, brain is fried|
+so i work at {v} now ({role} team), ask me anything lol|quit my old gig, joined {v} as {role}""",
+    "pet": """my cat {v} just knocked my coffee over 🙄|adopted a dog last weekend, named him {v}|
+{v} (my {species}) has been zooming around all morning|we got a {species}!! her name is {v}|
+my {species} {v} says hi 🐾|had to take {v} to the vet today, my {species} ate a sock. she's fine""",
+    "game": """my favourite game is {v}, no contest|{v} is my all-time fav game tbh|
+nothing beats {v} for me, best game ever made|if i had to pick one game forever it'd be {v}|
+hot take but {v} is the GOAT, my fave game""",
+    "band": """my favourite band is {v}|been listening to {v} nonstop, easily my fav band|
+{v} is my favourite band, saw them live twice|nobody beats {v} for me music-wise""",
+    "change": """honestly {v} is my favourite {what} now|ok new favourite {what}: {v}. sorry {old}|
+{v} has replaced {old} as my favourite {what}|i think {v} is my fav {what} these days tbh|
+changed my mind, {v} is the best {what}, it's my favourite now""",
+    "trip": """flying to {v} on {month} {day}!!|booked tickets to {v} for the {nth} of {month} ✈️|
+we're heading to {v} on {day} {month} for a week|trip to {v} on {mon} {day}, can't wait""",
+    "trip_relative": """going to {v} next {weekday}, any tips?|in {n} days i'll be in {v} lol""",
+}.items()}
 ANSWERS = {"move": "{v}! last week 😅", "job": "yep! {v}, {role} team", "pet": "{v}! she's a {species}",
            "game": "{v}, easy", "band": "{v} probably", "trip": "{v} on {month} {day}!"}
+PLANTED = {"move": ("city", {}), "job": ("company", {"role": ROLES}), "pet": ("pet", {"species": SPECIES})}
 ASIDES = (" (finally)", " — long story", " btw", " lol", " 😅", " 🎉", " haha", "!!")
-
-
-def _nth(n: int) -> str:
-    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
 def _style(rng: random.Random, text: str, value: str) -> str:
@@ -163,10 +155,8 @@ def _style(rng: random.Random, text: str, value: str) -> str:
         text += rng.choice(ASIDES)
     if rng.random() < 0.15:
         words = text.split(" ")
-        low = value.lower()
-        i = rng.randrange(len(words))
-        w = words[i]
-        if len(w) > 4 and w.isalpha() and w.lower() not in low:
+        w = words[i := rng.randrange(len(words))]
+        if len(w) > 4 and w.isalpha() and w.lower() not in value.lower():
             j = rng.randrange(len(w) - 1)
             words[i] = w[:j] + w[j + 1] + w[j] + w[j + 2:]
             text = " ".join(words)
@@ -189,11 +179,9 @@ class _Gen:
         for g in range(spec.guilds):
             gid, tz = str(GUILD_BASE + g + 1), ZONES[g % len(ZONES)]
             members = [u for u in range(n) if g in member_of[u]]
-            public = []
-            for name in ("general", "gaming", "off-topic"):
-                cid = str(CHANNEL_BASE + next(ids))
+            public = [str(CHANNEL_BASE + next(ids)) for _ in range(3)]
+            for cid, name in zip(public, ("general", "gaming", "off-topic")):
                 self.channels[cid] = {"guild": gid, "visibility": "public", "name": name, "tz": tz, "members": members}
-                public.append(cid)
             k = max(2, round(len(members) * 0.4))
             cid = str(CHANNEL_BASE + next(ids))
             self.channels[cid] = {"guild": gid, "visibility": "restricted", "name": "mods-lounge", "tz": tz,
@@ -217,8 +205,7 @@ class _Gen:
     # ------------------------------------------------------------------ messages
 
     def _ts(self, channel: str, day: int, hour: float | None = None) -> dt.datetime:
-        d = self.days[day]
-        h = hour if hour is not None else self.rng.uniform(8, 23.9)
+        d, h = self.days[day], hour if hour is not None else self.rng.uniform(8, 23.9)
         base = dt.datetime(d.year, d.month, d.day, tzinfo=ZoneInfo(self.channels[channel]["tz"]))
         return base + dt.timedelta(hours=h, seconds=self.rng.randrange(60))
 
@@ -228,19 +215,15 @@ class _Gen:
         row = {"guild_id": c["guild"], "channel_id": channel, "visibility": c["visibility"],
                "user_id": str(USER_BASE + user + 1), "user_name": self.names[user], "text": text,
                "ts": self._ts(channel, day, hour)}
-        if c["name"]:
-            row["channel_name"] = c["name"]
-        if c["visibility"] == "dm":
-            row["is_group"] = False
-        if reply is not None:
-            row["_reply"] = reply
+        row |= {"channel_name": c["name"]} if c["name"] else {"is_group": False}  # DMs: one-to-one
+        row |= {"_reply": reply} if reply is not None else {}
         self.rows.append(row)
         return row
 
     def _noise(self, dm: bool = False) -> str:
         rng = self.rng
-        t = rng.choice(DM_NOISE if dm else NOISE)
-        return t.format(ng=rng.choice(N_GAMES), np=rng.choice(N_PLACES), nb=rng.choice(N_BANDS),
+        return rng.choice(DM_NOISE if dm else NOISE).format(
+                        ng=rng.choice(N_GAMES), np=rng.choice(N_PLACES), nb=rng.choice(N_BANDS),
                         link="".join(rng.choice("abcdefghijkmnpqrstuvwxyzABCDEFGH23456789") for _ in range(11)),
                         num=rng.randint(2, 99), num2=rng.randint(0, 9))
 
@@ -269,8 +252,7 @@ class _Gen:
         sometimes only the restricted channel (if a member) or only the DM (if any)."""
         rng = self.rng
         gid = rng.choice(sorted(g for g, v in self.guilds.items() if user in v["members"]))
-        r = rng.random()
-        restricted = self.guilds[gid]["restricted"]
+        r, restricted = rng.random(), self.guilds[gid]["restricted"]
         if r < 0.2 and user in self.channels[restricted]["members"]:
             return restricted
         if r > 0.8 and user in self.dm_of:
@@ -280,8 +262,8 @@ class _Gen:
     def _plant(self, user: int, kind: str, value: str, day: int, channel: str, extra: dict,
                templates: str | None = None, **fact) -> dict:
         rng, c = self.rng, self.channels[channel]
-        partition = {"public": f"guild:{c['guild']}", "restricted": f"channel:{channel}",
-                     "dm": f"dm:{channel}"}[c["visibility"]]
+        partition = {"public": f"guild:{c['guild']}", "restricted": f"channel:{channel}"}.get(c["visibility"],
+                                                                                             f"dm:{channel}")
         level = {"public": "guild_public", "restricted": "channel_restricted", "dm": "dm"}[c["visibility"]]
         f = {"id": f"u{user + 1}-{kind}-{len(self.plants)}", "user_id": USER_BASE + user + 1,
              "user_name": self.names[user], "kind": kind, "partition": partition, "level": level,
@@ -289,22 +271,18 @@ class _Gen:
              "global_ok": kind in GLOBAL_KINDS and level == "guild_public", "said": [], "message_ids": []} | fact
         says = [day]
         if "old" not in fact and templates is None and rng.random() < 0.2:  # a fifth restated once, days later
-            again = self._free_day(user, day + 3, day + 15)
-            if again is not None:
-                says.append(again)
+            says += [d for d in [self._free_day(user, day + 3, day + 15)] if d is not None]
         used: set[str] = set()
         for d in says:
             hour = rng.uniform(9, 22)
             others = [m for m in c["members"] if m != user and d not in self.silent[m]]
             if templates is None and others and rng.random() < 0.2 and kind in ANSWERS and not used:
                 q = self._say(channel, rng.choice(others), d, QUESTIONS[kind], hour=hour)
-                text = ANSWERS[kind].format(v=value, **extra)
-                row = self._say(channel, user, d, text, hour=hour + 0.05, reply=q)
+                row = self._say(channel, user, d, ANSWERS[kind].format(v=value, **extra), hour=hour + 0.05, reply=q)
             else:
                 pool = TEMPLATES[templates or kind]
                 choices = [t for t in pool if t not in used] or pool
-                t = rng.choice(choices)
-                used.add(t)
+                used.add(t := rng.choice(choices))
                 row = self._say(channel, user, d, _style(rng, t.format(v=value, **extra), value), hour=hour)
             row["_plant"] = f["id"]
             f["said"].append(self.days[d].isoformat())
@@ -319,21 +297,18 @@ class _Gen:
                 day = self._free_day(u, 1, until)
                 if rng.random() > share or day is None:
                     continue
-                if kind == "move":
-                    self._plant(u, kind, self.pools["city"].pop(), day, self._where(u), {})
-                elif kind == "job":
-                    self._plant(u, kind, self.pools["company"].pop(), day, self._where(u), {"role": rng.choice(ROLES)})
-                else:
-                    self._plant(u, kind, self.pools["pet"].pop(), day, self._where(u), {"species": rng.choice(SPECIES)})
+                pool, extra = PLANTED[kind]
+                self._plant(u, kind, self.pools[pool].pop(), day, self._where(u),
+                            {k: rng.choice(v) for k, v in extra.items()})
             for _ in range(rng.choice((1, 1, 2))):
-                day = self._free_day(u, 1, until + 10)
-                if day is None:
+                if (day := self._free_day(u, 1, until + 10)) is None:
                     continue
                 said = self.days[day]
                 relative = rng.random() < 0.25  # "next Friday" (the coming week's), "in 12 days"
-                when = said + dt.timedelta(days=7 - said.weekday() + rng.randrange(7) if relative else rng.randint(3, 40))
+                ahead = 7 - said.weekday() + rng.randrange(7) if relative else rng.randint(3, 40)
+                when = said + dt.timedelta(days=ahead)
                 t = {"month": when.strftime("%B"), "mon": when.strftime("%b"), "day": when.day,
-                     "nth": _nth(when.day), "n": (when - said).days, "weekday": when.strftime("%A")}
+                     "nth": ordinal(when.day), "n": (when - said).days, "weekday": when.strftime("%A")}
                 self._plant(u, "trip", self.pools["city"].pop(), day, self._where(u), t,
                             templates="trip_relative" if relative else None, event_day=when.isoformat())
             self._preferences(u)
@@ -345,21 +320,16 @@ class _Gen:
                 continue
             changes = rng.random() < change
             last = len(self.days) - 1 - spec.supersede_after - spec.change_gap[0] if changes else spec.plant_until
-            day = self._free_day(u, 1, min(spec.plant_until, last))
-            if day is None:
+            if (day := self._free_day(u, 1, min(spec.plant_until, last))) is None:
                 continue
-            where = self._where(u)
-            first = self._plant(u, kind, self.pools[kind].pop(), day, where, {})
+            first = self._plant(u, kind, self.pools[kind].pop(), day, where := self._where(u), {})
             if not changes:
                 continue
             lo, hi = day + spec.change_gap[0], min(day + spec.change_gap[1], len(self.days) - 1 - spec.supersede_after)
-            new_day = self._free_day(u, lo, hi)
-            if new_day is None:
+            if (new_day := self._free_day(u, lo, hi)) is None:
                 continue
-            new = self.pools[kind].pop()
-            what = "game" if kind == "game" else "band"
-            f = self._plant(u, "change", new, new_day, where, {"old": first["value"], "what": what}, "change",
-                            old=first["value"], replaces=first["id"], pref=kind, global_ok=first["global_ok"])
+            f = self._plant(u, "change", self.pools[kind].pop(), new_day, where, {"old": first["value"], "what": kind},
+                            "change", old=first["value"], replaces=first["id"], pref=kind, global_ok=first["global_ok"])
             first["superseded_on"] = f["day"]
 
 
@@ -370,18 +340,17 @@ def generate(spec: MemSpec, seed: int) -> tuple[list[dict], list[dict], dict]:
     rows = sorted(g.rows, key=lambda r: r["ts"].astimezone(dt.timezone.utc))
     by_plant: dict[str, list[str]] = {}
     for i, row in enumerate(rows):
-        row["message_id"] = str(MESSAGE_BASE + i + 1)
+        row["message_id"] = str(MESSAGE_BASE + i + 1)  # in time order, like snowflakes
     for row in rows:
         reply = row.pop("_reply", None)
         if reply is not None and reply["channel_id"] == row["channel_id"]:
             row["reply_to"] = reply["message_id"]
-        plant = row.pop("_plant", None)
-        if plant:
+        if plant := row.pop("_plant", None):
             by_plant.setdefault(plant, []).append(row["message_id"])
         row["ts"] = row["ts"].isoformat()
     for f in g.plants:
         f["message_ids"] = by_plant[f["id"]]
-    world = {"channels": g.channels, "guilds": g.guilds, "dms": {c: g.channels[c]["members"][0] for c in g.dm_of.values()},
+    world = {"channels": g.channels, "guilds": g.guilds, "dms": {c: u for u, c in g.dm_of.items()},
              "timezones": {gid: v["tz"] for gid, v in g.guilds.items()}, "user_base": USER_BASE + 1}
     _check_unique(rows, g.plants, g.names, g.channels)
     return rows, g.plants, world
@@ -402,9 +371,7 @@ def _check_unique(rows: list[dict], plants: list[dict], names: list[str], channe
             pat = keyword_re(kw)
             if pat.search(labels):
                 raise AssertionError(f"keyword {kw!r} is also a display or channel name")
-            for row in rows:
-                if not pat.search(row["text"]):
-                    continue
+            for row in (r for r in rows if pat.search(r["text"])):
                 other = own.get(row["message_id"])
                 if other is None or (other["id"] != f["id"] and other.get("old") != kw):
                     raise AssertionError(f"keyword {kw!r} of {f['id']} also in message {row['message_id']}")

@@ -2,7 +2,7 @@
 render(result) -> markdown lines and targets(result) -> [(target, measured, met)]; a module
 with start(env) is started before the others and collected in its turn."""
 
-from . import calls, cost, ingest, overhead, quota, read
+from . import calls, cost, ingest, memory, overhead, quota, read
 
 SECTIONS = {
     "ingest": ingest,
@@ -11,4 +11,5 @@ SECTIONS = {
     "quota": quota,
     "read": read,
     "cost": cost,
+    "memory": memory,
 }

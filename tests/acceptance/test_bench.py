@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-SECTIONS = {"ingest", "calls", "overhead", "quota", "read", "cost"}
+SECTIONS = {"ingest", "calls", "overhead", "quota", "read", "cost", "memory"}
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,8 @@ def test_every_section_is_measured_and_reported(bench):
     data, text, stdout = bench
     assert set(data["sections"]) == SECTIONS
     assert stdout.strip() == text.strip()  # printed as written
-    for title in ("Ingest", "LLM calls per nightly run", "Pipeline overhead", "Quota use", "Bot read", "Cost"):
+    for title in ("Ingest", "LLM calls per nightly run", "Pipeline overhead", "Quota use", "Bot read", "Cost",
+                  "Memory quality"):
         assert f". {title} (tiny)" in text
     assert text.count("this section alone: `python -m bench --size tiny --seed 1 --only ") == len(SECTIONS)
     s = data["sections"]
@@ -54,3 +55,22 @@ def test_nightly_calls_equal_the_minimum_and_unchanged_replay_costs_nothing(benc
         assert run["cold"]["calls"] == calls["minimum_cold"]["total"], db
         assert run["steady"]["calls"] == calls["minimum_steady"]["total"], db
     assert calls["minimum_cold"]["total"] < calls["on_demand"]["total"]
+
+
+def test_memory_quality_is_measured_for_both_summarizers(bench):
+    """The figures' shape, not the targets (those are a benchmark matter)."""
+    mem = bench[0]["sections"]["memory"]
+    assert mem["plants"]["facts"] > 0 and set(mem["summarizers"]) == {"extractive", "gemini"}
+    for name, s in mem["summarizers"].items():
+        recall = s["recall"]["30"]
+        assert recall["checked"] > 0, name
+        for key in ("full", "cut"):
+            assert 0.0 <= recall[key] <= 1.0 and recall[f"found_{key}"] <= recall["checked"], name
+        assert recall["found_cut"] <= recall["found_full"], name  # a cut row holds no more than the whole one
+        assert s["superseded"]["checked"] >= 0 and s["superseded"]["replaced"] <= s["superseded"]["checked"]
+        leaks = s["leaks"]
+        assert all(type(leaks[k]) is int and leaks[k] >= 0 for k in ("private_to_guild", "cross_guild", "other"))
+        assert leaks["total"] == leaks["private_to_guild"] + leaks["cross_guild"] + leaks["other"], name
+        assert s["nights"] == mem["corpus"]["days"] and s["llm_calls"]["total"] >= 0, name
+    assert mem["summarizers"]["extractive"]["llm_calls"]["total"] == 0
+    assert "Memory quality" in bench[1] and "leaks" in bench[1]
