@@ -213,14 +213,14 @@ def test_memory_files_rebuild_is_idempotent(community, tmp_path, db_url):
     assert (journal / "2026-09-01.md").stat().st_mtime_ns == old
     assert not [p for p in out.rglob("*.tmp")]
 
-    # the daily summaries age out: their journal files go, the profile (facts are kept) stays
+    # the daily summaries age out, and the profiles with their contexts: every file of ours goes
     config = tmp_path / "short.toml"
     config.write_text("retention_days = 8\n")
     with freeze_time("2026-09-30"):
         mp("--config", str(config), "retention")
     gone = json.loads(mp("memory-files", str(out), *scope, "--json").stdout)
-    assert gone == {"users": 2, "written": 0, "unchanged": 1 + bo, "removed": 3}
-    assert sorted(_files(out)) == sorted(["notes.txt", f"{ANA}/MEMORY.md", f"{ANA}/journal/todo.md"] + [f"{BO}/MEMORY.md"] * bo)
+    assert gone == {"users": 2, "written": 0, "unchanged": 0, "removed": 4 + bo}
+    assert sorted(_files(out)) == sorted(["notes.txt", f"{ANA}/journal/todo.md"])
 
 
 def test_memory_files_refuses_a_file_and_reports_nothing_to_write(community, tmp_path):
