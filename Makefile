@@ -24,6 +24,10 @@ demo: venv
 	$(MEMPIPE) --db $(DEMO_DB) import samples/community.jsonl
 	$(MEMPIPE) --db $(DEMO_DB) replay --from 2026-11-01 --to 2026-11-04
 	$(MEMPIPE) --db $(DEMO_DB) contexts
+	@echo "== facts extracted about Cy (user 1160000000000000003)"
+	$(MEMPIPE) --db $(DEMO_DB) facts show --user 1160000000000000003
+	@echo "== Cy's profile in guild 1150000000000000001"
+	$(MEMPIPE) --db $(DEMO_DB) profile --scope guild:1150000000000000001 --user 1160000000000000003
 	$(MEMPIPE) --db $(DEMO_DB) runs
 
 bench: venv

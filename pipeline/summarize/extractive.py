@@ -10,6 +10,7 @@ import re
 from collections import defaultdict
 
 from ..hashing import input_hash
+from ..memory.extract import extract_facts
 from .base import Outcome, PartitionDay, Usage
 from .prompts import template_hash
 from .text import mentions_fact, pick, salience, sentences, shorten
@@ -63,7 +64,7 @@ class ExtractiveSummarizer:
             # only chatter, or no room to quote: still record that they were there
             absent = f"wrote {count} message{plural}" if informative else f"was present ({count} short message{plural})"
             out[uid] = self._labelled(name, per_user.get(uid, []), absent)
-        return Outcome(out, self._usage())
+        return Outcome(out, self._usage(), facts=extract_facts(partition_day))
 
     async def fold(self, new: PartitionDay, previous: dict[int, str]) -> Outcome[dict[int, str]]:
         """The running summary's quotes compete with the new sentences for the same budget."""
@@ -76,7 +77,7 @@ class ExtractiveSummarizer:
             per_user[line.user_id].extend(sentences(line.text))
         out = {uid: self._labelled(name, per_user[uid], previous.get(uid, f"{name}: was present").split(": ", 1)[-1])
                for uid, name in sorted(new.speakers.items())}
-        return Outcome(out, self._usage())
+        return Outcome(out, self._usage(), facts=extract_facts(new))  # the new messages only
 
     def _labelled(self, name: str, candidates: list[str], absent: str) -> str:
         """ "Name: “…” · “…”" within the daily budget, or "Name: <absent>" when nothing fits."""
