@@ -1,11 +1,11 @@
 """Dates said in chat, resolved to absolute days relative to the day they were said on.
 
 `find_date(text, today, past=None)` finds the first date expression of the text and returns its
-day and its span. Forms: today / tonight / tomorrow / yesterday / the day after tomorrow / the day
-before yesterday; next week (+7) / last week (-7); this / next / last weekend (its Saturday);
+day and its span. Forms: today / tonight / this morning (afternoon, evening) / tomorrow /
+yesterday / last night / the day after tomorrow / the day before yesterday; next week (+7) / last week (-7); this / next / last weekend (its Saturday);
 this / next / last / coming / on <weekday> (abbreviations only after one of those words); in N
 days / weeks, N days / weeks ago (N a number, a number word, "a", "a couple of", "a few" = 3);
-on the Nth (this month, or the next when it has passed); <day> <month> and <month> <day>, with
+on (from, until, by) the Nth (this month, or the next when it has passed); <day> <month> and <month> <day>, with
 an optional year (month names full or three-letter, "Sept" too); ISO dates (2026-12-03, also
 with slashes).
 
@@ -50,15 +50,15 @@ _FORMS = (  # most specific first: at one position the first form that matches w
     ("monthday", rf"\b{_MONTH.replace('mon>', 'md_mon>')} (?:the )?(?P<md_d>\d{{1,2}}){_ORD}(?!\d|:|\.\d)(?:,? (?P<md_y>\d{{4}}))?\b"),
     ("ago", rf"\b{_COUNT.replace('n>', 'ago_c>')} (?P<ago_unit>days?|weeks?) ago\b"),
     ("in", rf"\bin {_COUNT.replace('n>', 'in_c>')} (?P<in_unit>days?|weeks?|fortnight)\b"),
-    ("nth", r"\bon the (?P<nth_d>\d{1,2})(?:st|nd|rd|th)\b(?!\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))"),
+    ("nth", r"\b(?:on|from|until|till|by|since) the (?P<nth_d>\d{1,2})(?:st|nd|rd|th)\b(?!\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))"),
     ("week", r"\b(?P<week_rel>next|last|this|coming) (?P<week_unit>week(?:end)?)\b"),
     ("weekday", r"\b(?:(?P<wd_rel>next|this|last|coming|on)\s+)?(?P<wd_wd>(?:mon|tues|wednes|thurs|fri|satur|sun)days?)\b"),
     ("abbr", r"\b(?P<ab_rel>next|this|last|coming|on)\s+(?P<ab_wd>mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)\b\.?"),
-    ("relday", r"\b(?P<rd_w>the day after tomorrow|the day before yesterday|today|tonight|tomorrow|tmrw|tmr|yesterday)\b"),
+    ("relday", r"\b(?P<rd_w>the day after tomorrow|the day before yesterday|today|tonight|tomorrow|tmrw|tmr|yesterday|last night|this (?:morning|afternoon|evening))\b"),
 )
 _ALL = re.compile("|".join(f"(?P<{name}>{rx})" for name, rx in _FORMS), re.IGNORECASE)
 _DIGIT = re.compile(r"\d")
-_HINTS = ("today", "tonight", "tom", "tmr", "yesterday", "week", "day", "mon", "tue", "wed", "thu", "fri", "sat",
+_HINTS = ("today", "night", "morning", "afternoon", "evening", "tonight", "tom", "tmr", "yesterday", "week", "day", "mon", "tue", "wed", "thu", "fri", "sat",
           "sun")
 
 
@@ -109,7 +109,7 @@ def _resolve(form: str, g: dict, today: dt.date, past: bool | None) -> dt.date |
     if form == "relday":
         w = " ".join(g["rd_w"].lower().split())
         offset = {"the day after tomorrow": 2, "the day before yesterday": -2, "yesterday": -1,
-                  "tomorrow": 1, "tmrw": 1, "tmr": 1}.get(w, 0)
+                  "tomorrow": 1, "tmrw": 1, "tmr": 1, "last night": -1}.get(w, 0)
         return today + dt.timedelta(days=offset)
     if form == "week":
         rel, unit = g["week_rel"].lower(), g["week_unit"].lower()

@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from typing import TYPE_CHECKING
 
 from pipeline.memory import dates
 from pipeline.memory.model import Candidate
-from pipeline.memory.phrasing import capitalise, clauses, cut, object_end, possessive, straight, third_person
-from pipeline.summarize.base import PartitionDay
-from pipeline.summarize.text import content_tokens, sentences
+from pipeline.memory.phrasing import ADVERBS, IMPLIED, capitalise, implied_subject, tidy, clauses, cut, is_past, object_end, possessive, straight, third_person
+
+if TYPE_CHECKING:
+    from pipeline.summarize.base import PartitionDay
 
 SPECIFIC, GENERIC = 0.9, 0.75
 _I = re.IGNORECASE
@@ -42,12 +44,13 @@ def _r(pattern: str) -> re.Pattern:
     return re.compile(pattern, _I)
 
 
-_ADV = r"(?:(?:just|really|also|still|finally|recently|actually|officially|currently|now|literally|basically|only|" \
-       r"mostly|usually|already|so|kinda|totally|definitely)\s+)*"
+# Adverbs between "I" and its verb (phrasing.ADVERBS; "never" would turn a fact around).
+_ADV = r"(?:(?:" + "|".join(sorted(ADVERBS - {"never"})) + r"|so)\s+)*"
 _IM, _IVE, _ILL = r"i(?:'m|\s+am)", r"i(?:'ve|\s+have)", r"i(?:'ll|\s+will)"
 _PET = _w("dog cat puppy kitten pup hamster rabbit bunny parrot bird budgie cockatiel goldfish betta snake lizard "
           "gecko turtle tortoise ferret rat mouse chinchilla hedgehog axolotl horse pony guinea\\s+pig "
-          "bearded\\s+dragon corgi husky")
+          "bearded\\s+dragon corgi husky retriever labrador lab shepherd poodle terrier beagle pug chihuahua "
+          "dachshund bulldog collie spaniel")
 _REL = _w("wife husband partner girlfriend gf boyfriend bf fiance fiancé fiancee fiancée son daughter sister brother "
           "mom mum mother dad father grandma grandpa grandmother grandfather aunt uncle cousin niece nephew "
           "roommate flatmate twin stepdad stepmom stepson stepdaughter baby kid")
@@ -67,7 +70,7 @@ _INSTRUMENT = _w("guitar piano violin drums bass cello ukulele flute saxophone s
 _LANG = (r"(?:[A-Z][a-z]+|english|spanish|french|german|portuguese|italian|japanese|chinese|mandarin|cantonese|korean|"
          r"russian|arabic|hindi|dutch|polish|swedish|turkish|greek|hebrew|ukrainian|czech|finnish|norwegian|danish|"
          r"vietnamese|thai|indonesian|tagalog|bengali|urdu|persian|farsi|romanian|hungarian|catalan|welsh|irish)")
-_LANGS = rf"(?:(?:fluent|native|some|basic|conversational|a (?:little|bit of)) )?{_LANG}"
+_LANGS = rf"(?:(?:fluent|native|some|basic|conversational|a little(?: bit of)?|a bit of) )?{_LANG}"
 _TZ = (r"(?:(?:utc|gmt)\s?[+\-−]\s?\d{1,2}(?::?\d\d)?|utc|gmt|cet|cest|eet|eest|wet|west|bst|ist|jst|kst|aest|"
        r"aedt|acst|awst|nzst|nzdt|est|edt|cst|cdt|mst|mdt|pst|pdt|akst|hst|sgt|hkt|msk|brt|art|[a-z]+/[a-z_]+)")
 _TZ_WORD = _r(_TZ + "$")
@@ -90,9 +93,15 @@ _SENSITIVE_PREFIXES = ("depress", "anxi", "therap", "adhd", "autis", "cancer", "
 # Per line / sentence gates.
 _MASK = re.compile(r"```.*?```|`[^`]*`|\"[^\"]*\"?|“[^”]*”?|«[^»]*»?|„[^“”]*[“”]?", re.DOTALL)
 _QUOTE_LINE = re.compile(r"^\s*>.*$", re.MULTILINE)
-_FIRST = _r(r"\b(?:i|my)\b")
+_FIRST = _r(r"\b(?:i|my|im|ive)\b")
+_IMPLIED = _r(r"(?:^|[.!?]\s+)(?:just )?(?:" + "|".join(sorted(IMPLIED)) + r")\b")
 _WORD = re.compile(r"[a-z0-9'+#/]+")
 _DIGIT = re.compile(r"\d")
+# "3am", "5 more minutes", "2 hours of sleep": numbers of chatter, not of facts
+_TIME_AMOUNT = _r(r"\d+(?:[.:]\d+)?\s*(?:more\s+)?(?:am|pm|h|hrs?|hours?|mins?|minutes?|secs?|seconds?|%|x|times|ms|fps)\b")
+# Someone else's facts: "my friend works at Google" is not about the speaker.
+_OTHER_PERSON = _r(r"my (?:[\w-]+ )?(?:friends?|boss|coworkers?|co-workers?|colleagues?|neighbou?rs?|buddy|buddies|"
+                   r"classmates?|teachers?|manager|landlord|ex|doctor|therapist|roommates?|flatmates?)\b")
 _SKIP_WORDS = frozenset("""if would wish wished wishes could might maybe perhaps hypothetically imagine suppose unless
 pretend pretending should i'd wanna jk kidding joking said says told tells claim claims claimed dream dreamt dreamed
 lying roleplay rp /s""".split())
@@ -113,7 +122,8 @@ _STARTS = [(_r(p), c, k, g) for p, c, k, g in (
     (rf"^(?:{_IM} {_ADV}(?:originally )?from|i {_ADV}grew up in|i was born(?: and raised)? in (?!\d)) ?(?P<x>)",
      "identity", "hometown", False),
     (rf"^i was born in (?:19|20)\d\d\b", "identity", "birth year", False),
-    (rf"^(?:i {_ADV}work|{_IM} {_ADV}working|{_IVE} {_ADV}(?:been working|worked))(?: as an? [\w -]+?)? "
+    (rf"^(?:i {_ADV}work|{_IM} {_ADV}working|{_IVE} {_ADV}(?:been working|worked))(?: remotely| from home)?"
+     r"(?: as an? [\w -]+?)? "
      r"(?:at|for) (?P<x>)", "skill/work", "job", False),
     (rf"^(?:i {_ADV}work|{_IM} {_ADV}working) as (?P<x>)", "skill/work", "job", False),
     (rf"^(?:i {_ADV}work|{_IM} {_ADV}working) in (?P<x>)", "skill/work", None, False),
@@ -121,9 +131,10 @@ _STARTS = [(_r(p), c, k, g) for p, c, k, g in (
      r"(?: a| my| the)?(?: new| full-time| part-time)?(?: job| position| role| internship| gig| contract)"
      r"(?: as an? [\w -]+?)? (?:at|with|for) (?P<x>)", "skill/work", "job", False),
     (rf"^(?:{_IM} {_ADV}starting|{_ILL} {_ADV}(?:be )?start(?:ing)?|i {_ADV}start)(?: a| my)?(?: new)?"
-     r"(?: job| position| role| internship)?(?: as an? [\w -]+?)? (?:at|with) (?P<x>)", "episodic", "job", False),
+     r"(?: job| position| role| internship)?(?: as an? [\w -]+?)? (?:at|with) (?P<x>)", "episodic", None, False),
     (rf"^i {_ADV}got hired (?:at|by) (?P<x>)", "skill/work", "job", False),
-    (rf"^{_IM} {_ADV}an? (?:[\w-]+ ){{0,3}}{_JOB}s?(?: (?:at|for|in) (?P<x>))?(?=$|[\s,.;!])", "skill/work", "job",
+    (rf"^i {_ADV}got promoted(?: to (?P<x>))?", "skill/work", None, False),
+    (rf"^{_IM} {_ADV}an? (?:[\w-]+ ){{0,3}}{_JOB}s?\b(?: (?:at|for|in) (?P<x>)(?=\w))?", "skill/work", "job",
      False),
     (rf"^{_IM} {_ADV}(?:retired|unemployed|self-employed|between jobs|a stay[- ]at[- ]home \w+)\b", "skill/work",
      "job", False),
@@ -144,7 +155,7 @@ _STARTS = [(_r(p), c, k, g) for p, c, k, g in (
     (rf"^i {_ADV}speak (?P<x>{_LANGS}(?:(?:,|,? and| &) {_LANGS})*)", "identity", "language", True),
     (rf"^{_IM} {_ADV}a native (?:{_LANG} )speaker\b", "identity", "language", True),
     (rf"^{_IM} {_ADV}(?:in |on )?{_TZ}(?: time)?(?=$|[\s,.;!])", "identity", "timezone", True),
-    (rf"^{_IM} {_ADV}(?:1[3-9]|[2-9]\d)(?: years? old| yo| y/o| yrs? old)?(?=\s*(?:$|[,.;!]|and\b|but\b|now\b|"
+    (rf"^{_IM} {_ADV}(?:1[3-9]|[2-9]\d)(?: ?(?:years? old|yo|y/o|yrs? old))?(?=\s*(?:$|[,.;!]|and\b|but\b|now\b|"
      r"btw\b|lol\b))", "identity", "age", False),
     (rf"^i {_ADV}turned (?:1[3-9]|[2-9]\d)\b", "identity", "age", False),
     (rf"^{_IM} {_ADV}turning (?:1[3-9]|[2-9]\d)\b", "episodic", None, False),
@@ -164,9 +175,10 @@ _TRAVEL = [(_r(p), past) for p, past in (
      rf"going back|coming|returning|spending \w+ \w+ in)|{_ILL} {_ADV}(?:be )?(?:fly|go|travel|head|drive|visit|in|at|"
      rf"flying|going|travell?ing|heading|visiting)|i {_ADV}(?:fly|leave|head)(?: out)?)\s+(?:(?:back )?(?:to|for|in|at|"
      r"out to|over to)\s+)?", False),
-    (rf"^(?:i {_ADV}(?:went|flew|drove|travell?ed|visited|was|got back|came back|returned|attended|saw|spent "
-     rf"(?:a|the|two|three|\d+) (?:days?|weeks?|weekend|nights?) in)|{_IVE} {_ADV}(?:been|just been|visited))\s+"
+    (rf"^(?:i {_ADV}(?:went|flew|drove|travell?ed|visited|got back|came back|returned|attended|saw|spent "
+     rf"(?:a|the|two|three|\d+) (?:days?|weeks?|weekend|nights?) in)|{_IVE} {_ADV}visited)\s+"
      r"(?:(?:back )?(?:to|in|at|from|for)\s+)?", True),
+    (rf"^(?:i {_ADV}was|{_IVE} {_ADV}(?:just )?been)\s+(?:to|in|at)\s+", True),
 )]
 # The word after "I" / "I'm" / "I've" / "I'll" (and adverbs) that some pattern above starts
 # with: a clause whose verb is none of them skips them all (a cheap test: most are chatter).
@@ -180,26 +192,30 @@ single widowed getting graduated graduating have one two three four five six be 
 flying going travelling traveling heading driving off visiting leaving taking coming returning spending leave went
 flew drove travelled traveled visited came returned attended saw spent""".split())
 
-_PET_NAMED = _r(rf"\bmy (?:little |new |old |two |\w+ )?(?P<kind>{_PET})(?P<pl>s)?(?:'s name is| is (?:called|named)|"
-                r" (?:called|named)|,)? (?P<name>[A-Z][\w'-]*(?:(?:,| and| &) [A-Z][\w'-]*)*)")
-_PET_HAVE = _r(rf"\b(?:a|an|two|three|\d) (?:new |little |[\w-]+ )?(?P<kind>{_PET})(?P<pl>s)? (?:named|called) "
+_NAME = r"(?-i:[A-Z][\w'-]*)"
+_PET_NAMED = _r(rf"\bmy (?:little |new |old |two |three |\w+ )?(?P<kind>{_PET})(?P<pl>s)?(?:'s name is| (?:is|are) "
+                rf"(?:called|named)| (?:called|named)|,)? (?P<name>{_NAME}(?:(?:,| and| &) {_NAME})*)")
+_PET_HAVE = _r(rf"\b(?:a|an|two|three|\d) (?:new |little )?(?P<mod>[\w-]+ )?(?P<kind>{_PET})(?P<pl>s)? (?:named|called) "
                r"(?P<name>[\w'-]+(?:(?:,| and| &) [\w'-]+)*)")
 _HAVE_START = _r(rf"(?:i {_ADV}(?:have|adopted|got|rescued|own|bought)|{_IVE}(?: got| adopted| rescued)?)\b")
-_REL_NAMED = _r(rf"\bmy (?:little |big |older |younger |baby |twin |best friend |)(?P<rel>{_REL}) "
-                r"(?P<name>[A-Z][a-z][\w'-]*)\b")
-_FAV = _r(r"\bmy (?:all[- ]time |current |new )?(?P<fav>favou?rite|fave|fav) (?P<thing>[\w-]+(?: [\w-]+)?) "
-          r"(?:is|are|has to be|has always been|=) (?P<x>)")
-_FAV_REV = _r(r"^(?P<x>[^,;]{1,60}?) (?:is|are|has to be|'s) (?:definitely |probably |still |easily |now |also )?"
-              r"my (?:all[- ]time |current |new )?(?P<fav>favou?rite|fave|fav) (?P<thing>[\w-]+(?: [\w-]+)?)\s*(?:$|[,.;!])")
+_REL_NAMED = _r(rf"\bmy (?:little |big |older |younger |baby |twin |)(?P<rel>{_REL}),? (?:is called |named )?"
+                r"(?P<name>(?-i:[A-Z][a-z][\w'-]*))\b")
+_HEDGE = r"(?:(?:probably|definitely|honestly|easily|still|currently|hands down|by far|literally|always|now|also) )*"
+_FAV = _r(r"\bmy (?:all[- ]time |current |new )?(?P<fav>favou?rite|fave|fav) (?P<thing>[\w-]+(?: (?!ever\b|of\b)[\w-]+)?)"
+          rf"(?: of all time| ever)? (?:is|are|has to be|has always been|=) {_HEDGE}(?P<x>)")
+_FAV_REV = _r(rf"^(?P<x>[^,;]{{1,60}}?) (?:is|are|has to be|'s) {_HEDGE}my (?:all[- ]time |current |new )?"
+              r"(?P<fav>favou?rite|fave|fav) (?P<thing>[\w-]+(?: (?!ever\b|of\b)[\w-]+)?)(?: of all time| ever)?\s*(?:$|[,.;!])")
 _NATIVE = _r(rf"\bmy (?:native|first|mother) (?:language|tongue) is (?P<x>{_LANG})")
+_NAME_MY = _r(rf"\bmy (?:real |actual |first )?name is (?P<x>{_NAME}(?: {_NAME})?)")
 _TZ_MY = _r(rf"\bmy (?:time ?zone|tz) is (?P<x>{_TZ})")
-_BIRTHDAY = _r(r"\b(?:my (?:birthday|bday|b-day) (?:is|was)|it's my (?:birthday|bday|b-day))\b(?P<rest>.*)$")
-_EVENT_HAVE = _r(rf"^(?:{_IVE}(?: got)?|i {_ADV}(?:have|got)) (?P<x>(?:an?|my) (?:[\w-]+ ){{0,3}}{_EVENT}s?)\b")
+_BIRTHDAY = _r(r"\b(?:my (?P<word>birthday|bday|b-day) (?:is|was)|it's my (?P<w2>birthday|bday|b-day))\b(?P<rest>.*)$")
+_EVENT_HAVE = _r(rf"^(?:{_IVE}(?: got)?|i {_ADV}(?:have|got)) (?P<x>(?:an?|my) (?:[\w-]+ ){{0,3}}{_EVENT}s?|"
+                 rf"(?:[\w-]+ )?{_EVENT}s)\b")
 _EVENT_MY = _r(rf"\bmy (?P<x>(?:[\w-]+ ){{0,2}}{_EVENT}s?) (?:is|was) ")
 _NOT_THINGS = frozenset("thing things part way time moment day person one kind type bit".split())
 _BAD_OBJECT = _r(r"^(?:it|this|that|these|those|there|here|them|him|her|you|your|u|ur|ya|y'all|how|when|what|why|who|"
                  r"which|some|someone|something|anything|everything|nothing|bed|sleep|the way|the idea|the fact|being|"
-                 r"seeing|hearing|fear|hope|denial|shambles|agony|to|the same|mine|one|trouble|a bit|a lot|a little|"
+                 r"seeing|hearing|fear|hope|denial|shambles|agony|to (?:see|hear|know|say|be|have|think)|the same|mine|one|trouble|a bit|a lot|a little|"
                  r"much|more|all|both|each|stuff|things|lots|having|doing|getting|going|waking|people|everyone|"
                  r"myself|so|too|very|well|not|no)\b")
 _TRIVIAL = _r(r"^(?:the |a |my |their )?(?:bed|sleep|gym|work|school|class|store|shop|office|bathroom|toilet|kitchen|"
@@ -211,29 +227,43 @@ _OPINION = _r(rf"^(?:i|{_IM}|{_IVE}) {_ADV}(?:think|guess|mean|feel|felt|believe
               r"wonder|swear|know|knew|remember|forgot|heard|assume|assumed|sure|not sure|sorry|glad|afraid|tired|"
               r"bored|done|so|very|too|about to|gonna|going to go|need|needed|want|wanted|can|can't|cannot|will|"
               r"won't|don't|didn't|do|did|got to|have to|had to|must|kinda|lost|confused|lucky|never|no longer|"
-              r"honestly|seen|noticed|realized|realised|checked|tried|try|trying|asked|ask|said|told|had no)\b")
+              r"honestly|seen|noticed|realized|realised|checked|tried|try|trying|asked|ask|said|told|had no|"
+              r"thinking|considering|wondering|debating)\b")
 _PROPER = re.compile(r"(?<=\s)[A-Z][\w'&.+-]*")
 _NEAR = _r(r"today|tonight|now|tomorrow|tmrw?|yesterday|the day")
-_PAST = _r(r"\b(?:was|were|went|flew|drove|visited|had|did|got back|came back|returned|attended|saw|ago|last|"
-           r"yesterday|\w+ed)\b")
+_PAST = _r(r"\b(?:ago|last|yesterday)\b")
+_HAVE_GOT = _r(r"i(?:'ve|\s+have)\s+got\b")
+_PRESENT = _r(r"i(?:'m|\s+am)\s+(?:\w+\s+)?\w+ing\b")
 _FUTURE = _r(r"\b(?:will|'ll|going to|gonna|next|tomorrow|tmrw|in \w+ (?:days?|weeks?)|coming|\w+ing)\b")
 _WILL = _r(r"\b(?:will|'ll|going to|gonna)\b")
 _ABSOLUTE_DATE = _r(r"(?!(?:today|tonight|tomorrow|tmr|yesterday|next|this|last|coming|on |in |\w+day))(?:\d|[a-z]{3})")
 _GOING_TO_VERB = _r(r"^(?:be|visit|move|start|fly|travel|see|try|get|have|take|make|do|learn|buy|watch|play|stay|"
                     r"spend|attend|leave|go|work|study|meet|check|need|sleep|eat|cook|finish|head|drive|pick|call|run|"
                     r"write|read|build|join|give|tell|ask|help|quit|switch|miss)\b")
-_ING = re.compile(r"^(?:Is|Will be|Will) (?=\w+ing\b)")
+_ING = re.compile(r"^(?:Is|Will be|Will) (?=\w+ing\b|off\b)")
 _ADDRESSED = _r(r"\b(?:you|your|u|ur|y'all|we|us|our)\b")
 _MY_REL = _r(rf"my (?:[\w-]+ )?{_REL}s?\b")
 
 
+def _a(phrase: str) -> str:
+    return ("an " if phrase[:1].lower() in "aeiou" else "a ") + phrase
+
+
 def _is_date(text: str) -> bool:
-    return dates.find_date(text, dt.date(2000, 1, 1)) is not None
+    """The whole text is a date ("Last week", "On Saturday")."""
+    found = dates.find_date(text, dt.date(2000, 1, 1))
+    return found is not None and found.start == 0 and found.end >= len(text.rstrip(" ,"))
 
 
 def _tense(clause: str) -> bool | None:
-    """True for a past-tense clause, False for a future one, None when it does not say."""
-    if _PAST.search(clause) and not _WILL.search(clause):
+    """True for a past-tense clause, False for a future one, None when it does not say: by its
+    verb ("I went", "I'm going", "I'll go"), else by its time words ("ago", "next")."""
+    if _WILL.search(clause) or _PRESENT.match(clause):
+        return False
+    if _HAVE_GOT.match(clause):
+        return False if _FUTURE.search(clause) else None
+    head = _HEAD.match(clause)
+    if (head is not None and is_past(head.group(1))) or _PAST.search(clause):
         return True
     return False if _FUTURE.search(clause) else None
 
@@ -243,7 +273,7 @@ def _anchored(clause: str, when: dates.DateMatch | None) -> bool:
     today / tomorrow / yesterday ("I'm off to the gym tomorrow" is chatter)."""
     if when is not None and not _NEAR.match(when.text):
         return True
-    if _DIGIT.search(clause) or not _NUMBER_WORDS.isdisjoint(_WORD.findall(clause.lower())):
+    if _DIGIT.search(_TIME_AMOUNT.sub("", clause)) or not _NUMBER_WORDS.isdisjoint(_WORD.findall(clause.lower())):
         return True
     return any(w.lower().rstrip(".'") not in _CHATTER and w != "I" and not w.startswith("I'")
                for w in _PROPER.findall(clause))
@@ -271,10 +301,10 @@ def _anywhere(clause: str, when, today: dt.date, add) -> None:
     if "my " in low:
         for m in _PET_NAMED.finditer(clause):
             kind = m.group("kind").lower()
-            add(f"Has {'a ' + kind if not m.group('pl') else kind + 's'} named {m.group('name')}", "other",
+            add(f"Has {_a(kind) if not m.group('pl') else kind + 's'} named {m.group('name')}", "other",
                 f"pet {kind} name")
         for m in _REL_NAMED.finditer(clause):
-            add(f"Has a {m.group('rel').lower()} named {m.group('name')}", "relationship")
+            add(f"Has {_a(m.group('rel').lower())} named {m.group('name')}", "relationship")
         m = _FAV.search(clause) or _FAV_REV.search(clause)
         if m and m.group("thing").lower() not in _NOT_THINGS:
             thing = m.group("thing").lower()
@@ -283,26 +313,32 @@ def _anywhere(clause: str, when, today: dt.date, add) -> None:
             if x and not _BAD_OBJECT.match(x):
                 add(f"{capitalise(m.group('fav').lower())} {thing} is {possessive(x)}", "preference",
                     f"favourite {thing}", thing.split()[-1] in _SAFE_THINGS)
-        m = _NATIVE.search(clause) or _TZ_MY.search(clause)
+        m = _NATIVE.search(clause)
         if m:
-            add(third_person(clause[m.start():m.end()]), "identity", "language" if m.re is _NATIVE else "timezone", True)
+            add(third_person(clause[m.start():m.end()]), "identity", "language", True)
+        m = _TZ_MY.search(clause)
+        if m:
+            add(f"Is in {m.group('x')}", "identity", "timezone", True)
+        m = _NAME_MY.search(clause)
+        if m:
+            add(f"Name is {m.group('x')}", "identity", "name")
         m = _BIRTHDAY.search(clause)
         if m:
-            told = dates.find_date(m.group("rest"), today)
+            told, word = dates.find_date(m.group("rest"), today), (m.group("word") or m.group("w2")).capitalize()
             if told and _ABSOLUTE_DATE.match(told.text):
-                add(f"Birthday is {told.text}", "identity", "birthday")
+                add(f"{word} is {told.text}", "identity", "birthday")
             elif told or low.startswith("it's my"):
                 day = told.day if told else today
-                add("Birthday", "plan" if day > today else "event", day=day)
+                add(word, "plan" if day > today else "event", day=day)
     m = _EVENT_HAVE.match(clause) or (_EVENT_MY.search(clause) if "my " in low else None)
     if m and when is not None:
-        x = re.sub(r"(?i)^my ", "a ", m.group("x"))
-        add(f"Has {x}" if m.re is _EVENT_HAVE else f"Has a {x}", "plan" if when.day > today else "event",
-            day=when.day)
+        x = m.group("x")
+        x = x if m.re is _EVENT_HAVE and not x.lower().startswith("my ") else _a(x.split(" ", 1)[-1])
+        add(f"Has {x}", "plan" if when.day > today else "event", day=when.day)
     m = _PET_HAVE.search(clause) if _HAVE_START.match(clause) else None
     if m:
-        kind = m.group("kind").lower()
-        add(f"Has {'a ' + kind if not m.group('pl') else kind + 's'} named {m.group('name')}", "other",
+        kind, said = m.group("kind").lower(), (m.group("mod") or "") + m.group("kind")
+        add(f"Has {_a(said) if not m.group('pl') else said + 's'} named {m.group('name')}", "other",
             f"pet {kind} name")
 
 
@@ -331,9 +367,11 @@ def _started(clause: str, when, today: dt.date, add) -> bool:
             continue  # "I use a standing desk": no preference this pattern knows
         text = third_person(clause[:end])
         safe = tech if category == "preference" else bool(safe)
+        if key == "home city" and _TZ_WORD.match(x):
+            key, safe = "timezone", True  # "I live in UTC-5"
         day = None
         if category == "episodic":
-            past = _tense(clause[:end])
+            past = _tense(clause[:end]) is True
             category = ("plan" if when.day > today else "event") if when else ("event" if past else "plan")
             day = when.day if when else None
             text = capitalise(_ING.sub("", text))
@@ -363,7 +401,8 @@ def _started(clause: str, when, today: dt.date, add) -> bool:
 
 def _generic(clause: str, when, today: dt.date, add) -> None:
     """Any other first-person statement with an anchor (proper noun, number, explicit date)."""
-    if _OPINION.match(clause) or _ADDRESSED.search(clause) or len(content_tokens(clause)) < 3:
+    if _OPINION.match(clause) or _OTHER_PERSON.match(clause) or _ADDRESSED.search(clause) \
+            or len(content_tokens(clause)) < 3:
         return
     if not _anchored(clause, when):
         return
@@ -372,7 +411,7 @@ def _generic(clause: str, when, today: dt.date, add) -> None:
         if when.end <= len(clause) and when.start < when.end:
             text = re.sub(r"\s+on\s*$|\s+on(?=\s*[,.;!])", "", clause[:when.start] + clause[when.end:]).strip()
         category, day = ("plan" if when.day > today else "event"), when.day
-    add(third_person(text), category, None, False, GENERIC, day)
+    add(third_person(tidy(text)), category, None, False, GENERIC, day)
 
 
 def _facts_of_clause(clause: str, lead: str, today: dt.date) -> list[tuple]:
@@ -389,6 +428,9 @@ def _facts_of_clause(clause: str, lead: str, today: dt.date) -> list[tuple]:
     decided = _started(clause, when, today, add)
     if not out and not decided and _OWN_START.match(clause):
         _generic(clause, when, today, add)
+    if len(out) > 1:  # "Has a golden retriever" says less than "Has a golden retriever named Max"
+        words = [set(content_tokens(f[0])) for f in out]
+        out = [f for i, f in enumerate(out) if not any(j != i and words[i] < words[j] for j in range(len(out)))]
     return out
 
 
@@ -410,7 +452,7 @@ def extract_facts(pd: PartitionDay) -> list[Candidate]:
     """Facts about the speakers of one partition-day, from their own first-person statements."""
     found: dict[tuple[int, str], Candidate] = {}
     for position, line in enumerate(pd.lines):
-        if not line.text or not _FIRST.search(line.text):
+        if not line.text or not (_FIRST.search(line.text) or _IMPLIED.search(line.text)):
             continue
         own = _MASK.sub(" … ", _QUOTE_LINE.sub("", straight(line.text)))
         for sentence in sentences(own):
@@ -418,8 +460,7 @@ def extract_facts(pd: PartitionDay) -> list[Candidate]:
             words = set(_WORD.findall(low))
             if "?" in sentence or "…" in sentence or "want to" in low or not words.isdisjoint(_SKIP_WORDS):
                 continue  # a question, a quotation, a wish, a conditional, reported speech, a joke
-            if "i" not in words and "my" not in words and "i'm" not in words and "i've" not in words \
-                    and "i'll" not in words:
+            if words.isdisjoint(("i", "my", "i'm", "i've", "i'll")) and implied_subject(sentence) is sentence:
                 continue
             for clause, lead in clauses(sentence, _is_date):
                 for text, category, key, safe, confidence, day in _facts_of_clause(clause, lead, pd.day):
@@ -435,5 +476,11 @@ def extract_facts(pd: PartitionDay) -> list[Candidate]:
                         found[(line.user_id, norm)] = Candidate(
                             user_id=old.user_id, text=old.text, category=old.category,
                             confidence=max(old.confidence, confidence), global_safe=old.global_safe,
-                            sources=old.sources + (position,), event_day=old.event_day, key=old.key)
+                            sources=old.sources + (position,), event_day=old.event_day or day,
+                            key=old.key or key)
     return sorted(found.values(), key=lambda c: (c.sources[0], c.text, c.user_id))
+
+
+# Last: pipeline.summarize imports this module (the extractive summarizer's facts), so its names
+# are bound once extract_facts exists, whichever package is imported first.
+from pipeline.summarize.text import content_tokens, sentences  # noqa: E402

@@ -11,13 +11,16 @@ import re
 # the verb after them agrees.
 ADVERBS = frozenset("""just really also still finally recently actually usually always never often now
 literally basically honestly currently officially mostly totally kinda sorta normally generally
-already even only definitely seriously truly mainly""".split())
-# Verbs whose "I" form is also the third person's (past tense, modals) or that are irregular.
-_SAME = frozenset("""can could will would shall should may might must was did had got went came made
-took saw bought left found met began became won lost ran sold built wrote told said thought felt kept
-paid sent spent taught caught brought fought held broke chose drove flew forgot gave grew knew rode
-sang sat slept spoke stole swam threw understood woke wore quit put set cut hit let heard stood
-adopted""".split())
+already even only definitely seriously truly mainly remotely primarily sometimes occasionally barely
+temporarily permanently happily proudly secretly daily""".split())
+# Irregular past tense forms (a verb after "I" that is one, or ends in -ed, is in the past).
+PAST = frozenset("""was were did had got went came made took saw bought left found met began became won lost
+ran sold built wrote told said thought felt kept paid sent spent taught caught brought fought held broke chose
+drove flew forgot gave grew knew rode sang sat slept spoke stole swam threw understood woke wore heard stood
+ate drank fell hung led lent meant rang sank shook shot shut slid split spun stuck stung swore swept swung tore
+won""".split())
+# Verbs whose "I" form is also the third person's (past tense, modals).
+_SAME = PAST | frozenset("can could will would shall should may might must quit put set cut hit let used".split())
 _IRREGULAR = {"have": "has", "am": "is", "do": "does", "go": "goes", "be": "is", "'m": "is",
               "'ve": "has", "'ll": "will", "'d": "would", "don't": "doesn't", "haven't": "hasn't",
               "dont": "doesn't", "havent": "hasn't", "ain't": "isn't", "wasn't": "wasn't"}
@@ -28,9 +31,17 @@ _LATER_I = {"i": "they", "i'm": "they're", "i've": "they've", "i'll": "they'll",
 _THEY_VERB = {"am": "are", "was": "were"}
 
 
+_CHAT_I = re.compile(r"\b([iI])(m|ve)\b")
+
+
 def straight(text: str) -> str:
-    """Curly apostrophes and quotes straightened."""
-    return text.replace("’", "'").replace("‘", "'")
+    """Curly apostrophes straightened; chat's "im" / "ive" read as "I'm" / "I've"."""
+    return _CHAT_I.sub(lambda m: "I'" + m.group(2), text.replace("’", "'").replace("‘", "'"))
+
+
+def is_past(verb: str) -> bool:
+    low = verb.lower()
+    return low in PAST or (low.endswith("ed") and low not in ("need", "feed", "speed", "bleed", "breed", "seed"))
 
 
 def agree(verb: str) -> str:
@@ -127,19 +138,25 @@ def possessive(fragment: str) -> str:
 
 # ------------------------------------------------------------------ clauses and objects
 
-_CLAUSE = re.compile(r"\s*(?:[;,]|\s[-–—])\s*(?:(?:and|but|so|plus|also)\s+)?(?=(?:i|i'm|i've|i'll|my)\b)"
-                     r"|\s+(?:and|but|so|plus|because|cause|cuz|since|though|although|while|then)\s+"
+# Clauses split before a new "I" / "my" after a comma or a coordinating word ("and", "but",
+# "because"); a time or concession clause ("since I was 6", "while I …") stays in its sentence
+# and ends the object before it.
+_CLAUSE = re.compile(r"\s*(?:[;,]|\s[-–—])\s*(?:(?:and|but|so|plus|also|because|cause|cuz)\s+)?"
+                     r"(?=(?:i|i'm|i've|i'll|my)\b)|\s+(?:and|but|so|plus|because|cause|cuz|then)\s+"
                      r"(?=(?:i|i'm|i've|i'll|my)\b)", re.IGNORECASE)
 _FILLER = re.compile(r"^(?:(?:so|well|yeah|yea|yep|yes|ok|okay|lol|lmao|haha\w*|btw|anyway|anyways|honestly|also|"
                      r"and|but|oh|ah|actually|fwiw|tbh|ngl|update|fun fact|plus|hey|hi|hello|guys|fyi|heh|hmm+|"
-                     r"um+|uh+|welp|ps|omg|wow|true|same|nope|nah|no|fr|then|now|ofc|of course|btw)\b[\s,:!.\-–—]*)+",
+                     r"um+|uh+|welp|ps|omg|wow|true|same|nope|nah|no|fr|then|now|ofc|of course|just so (?:you|y'all) "
+                     r"know|for the record|to be (?:fair|honest)|in fact|for context|funnily enough|"
+                     r"(?:last|next|this|coming) (?:month|year|summer|winter|spring|fall|autumn|semester))"
+                     r"\b[\s,:!.\-–—]*)+",
                      re.IGNORECASE)
 # Where an object ends: punctuation, a conjunction, a time phrase, chat noise.
 _STOP = re.compile(r"[,;:!?()\[\]]|\.(?!\w)|\s[-–—]\s|\s:[)d]\b|\s(?:and|but|because|cause|cuz|so|since|when|while|"
                    r"though|although|which|who|where|with|until|lol|lmao|haha\w*|rn|atm|tbh|ngl|btw|now|anymore|too|"
                    r"as well|either|for|from|after|before|again|anyway|mostly|mainly|lately|these days|nowadays|"
-                   r"right now|at the moment|in the end|at last|full[- ]time|part[- ]time|xd|soon|someday|"
-                   r"one day|eventually|recently|later|(?:last|next|this|coming) (?:month|year|summer|winter|"
+                   r"right now|at the moment|in the end|at last|full[- ]time|part[- ]time|xd|soon|someday|fight me|if|"
+                   r"one day|eventually|recently|later|(?:last|next|this|coming) (?:week(?:end)?|night|month|year|summer|winter|"
                    r"spring|fall|autumn|semester|term)|in (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*|"
                    r"(?:a (?:few |couple )?|\w+ )(?:days?|weeks?|months?|years?) ago|ages ago|all (?:day|night|"
                    r"week|weekend|morning|evening|year)|every (?:day|week|weekend|morning|night)|daily|"
@@ -148,6 +165,29 @@ _STOP = re.compile(r"[,;:!?()\[\]]|\.(?!\w)|\s[-–—]\s|\s:[)d]\b|\s(?:and|but
 _TAIL = re.compile(r"(?:\s+(?:on|in|at|this|next|last|by|for|the|a|an|of|to|since|around|very|so|really))+$",
                    re.IGNORECASE)
 _LEAD = re.compile(r"^(?P<d>[\w ,-]{2,30}?)\s*,?\s*(?=(?:i|i'm|i've|i'll|my)\b)", re.IGNORECASE)
+
+
+# Chat drops the subject: "Started a new job at Mozilla", "Heading to Paris on Friday".
+_IMPLIED_PAST = frozenset("""started moved got went adopted finished visited flew bought graduated quit joined
+relocated landed turned switched""".split())
+_IMPLIED_ING = frozenset("""heading flying going moving starting leaving travelling traveling visiting learning
+studying working living playing""".split())
+
+
+IMPLIED = _IMPLIED_PAST | _IMPLIED_ING
+
+
+def implied_subject(clause: str) -> str:
+    """The clause with its dropped "I" / "I'm" put back when it starts with a verb that chat
+    says without one ("Just started at Mozilla" -> "I just started at Mozilla"); else as is."""
+    words = clause.split(" ", 2)
+    first = words[0].lower()
+    verb = words[1].lower() if first == "just" and len(words) > 1 else first
+    if verb in _IMPLIED_PAST:
+        return "I " + clause[:1].lower() + clause[1:]
+    if verb in _IMPLIED_ING and first != "just":
+        return "I'm " + clause[:1].lower() + clause[1:]
+    return clause
 
 
 def clauses(sentence: str, is_date) -> list[tuple[str, str]]:
@@ -162,7 +202,7 @@ def clauses(sentence: str, is_date) -> list[tuple[str, str]]:
         if lead and is_date(lead.group("d")):
             part, lead_text = part[lead.end():], lead.group("d")
         if part:
-            out.append((part, lead_text))
+            out.append((implied_subject(part) if out == [] else part, lead_text))
     return out
 
 
@@ -179,9 +219,22 @@ def object_end(clause: str, start: int, stop_at: int | None = None, max_words: i
     return start + len(obj)
 
 
+_RELATIVE_TIME = re.compile(r"\s*\b(?:(?:all )?(?:last|next|this|coming) (?:week(?:end)?|month|year|summer|winter|"
+                            r"spring|fall|autumn|night|morning|semester)|(?:a (?:few |couple (?:of )?)?|\w+ )(?:days?|"
+                            r"weeks?|months?|years?) ago|ages ago|a while ago|today|tonight|tomorrow|yesterday|rn|"
+                            r"atm|right now|recently|lately|lol|lmao|btw|tbh|ngl|haha\w*|xd)\b(?!')", re.IGNORECASE)
+_LOOSE_PUNCT = re.compile(r"\s+([,.;:!?])")
+
+
+def tidy(text: str) -> str:
+    """Time words that go stale ("last year", "3 days ago", "tomorrow") and chat noise ("lol",
+    "btw") removed: a fact is kept for months, and its date, when known, goes with it."""
+    return _LOOSE_PUNCT.sub(r"\1", _RELATIVE_TIME.sub("", text)).strip()
+
+
 def cut(text: str, limit: int = 200) -> str:
     """At most `limit` characters, cut at a clause boundary (else a word) after 40 characters."""
-    text = text.strip().rstrip(" ,;:-–—.")
+    text = text.strip().rstrip(" ,;:-–—.!")
     if len(text) <= limit:
         return text
     head = text[:limit]
