@@ -95,7 +95,9 @@ class MergeInputs:
         if scope.kind == "channel":
             guild_id = self.guild_of(own)
             return [own] + ([f"guild:{guild_id}"] if guild_id is not None else [])
-        if self.is_private_dm(own):
+        # the user's own one-to-one DM only: the one person who has written in it is this user
+        # (a context of anyone else there reads the DM alone — its reader is the DM's owner)
+        if self.is_private_dm(own) and own in self.user_partitions(user_id):
             return [own] + [p for p in self.user_partitions(user_id) if p != own]
         return [own]
 

@@ -287,3 +287,14 @@ def test_the_migration_turns_facts_blobs_into_manual_facts(db_url):
         assert "user_facts" not in sa.inspect(store.engine).get_table_names()
     finally:
         store.close()
+
+
+def test_only_the_owner_of_a_one_to_one_dm_has_a_context_there_that_reads_other_partitions(store, settings):
+    ingest_messages(store, [msg(1, DM_ANA, ANA, "hi bot", D1), msg(2, GENERAL, ANA, "We moved to Lisbon", D1, 13),
+                            msg(3, SECRET, BO, "my cat Miso is asleep", D1, 14)], settings)
+    run(store, settings, D1)
+    assert "Lisbon" in context(store, f"dm:{DM_ANA}", ANA)  # her own DM reads her public facts
+    asyncio.run(remember(make_context(store, settings, now=dt.datetime.combine(D1, dt.time(15), UTC)),
+                         f"dm:{DM_ANA}", BO, "Bo drinks green tea"))
+    bo_there = context(store, f"dm:{DM_ANA}", BO)
+    assert "green tea" in bo_there and "Miso" not in bo_there  # Ana reads this DM: not Bo's restricted channel
