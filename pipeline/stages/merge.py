@@ -153,7 +153,7 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
         "day1": [[r["partition"], r["day"].isoformat(), r["input_hash"]] for r in day1_rows],
         "historical": [[r["partition"], r["day"].isoformat(), r["input_hash"]] for r in hist_rows],
     }
-    profile_text = _profile(ctx, inputs, key_of, name, facts, pkey, as_of, forgotten)
+    profile = _Profile(ctx, inputs, key_of, name, facts, pkey, as_of, forgotten)
 
     async def compute(existing: dict | None) -> None:
         recent, degraded_reason, own_reason, attempts = "", None, None, None
@@ -173,7 +173,7 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
             if degraded_reason is None and any(r["degraded"] for r in day1_rows + hist_rows):
                 degraded_reason = BUILT_FROM_DEGRADED
             recent = forgotten.scrub(recent, user_id, name)
-        parts = [profile_text(), recent, f"Last active: {last_active.isoformat()}" if last_active else ""]
+        parts = [profile.text(), recent, f"Last active: {last_active.isoformat()}" if last_active else ""]
         ctx.writer.context({
             "scope": str(scope), "user_id": user_id,
             "context": forgotten.scrub("\n\n".join(p for p in parts if p), user_id, name),
@@ -181,7 +181,7 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
             "degraded": degraded_reason is not None, "degraded_reason": degraded_reason,
             "attempts": attempts if attempts is not None else next_attempts(existing, own_reason),
             "recent": recent or None, "recent_hash": recent_key,
-        })
+        }, profile=profile.pending(), touch_profile=profile.moves)
         ctx.stats.contexts_written += 1
 
     def reread() -> dict | None:
@@ -191,48 +191,49 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
         # a replay of an older range never overwrites a context made as of a later day
         return ItemStatus.STALE if row is not None and row["as_of_day"] > as_of else None
 
-    def moved(row: dict) -> None:  # unchanged inputs, now valid as of a later day 1
-        if row["as_of_day"] != as_of:
+    def moved(row: dict) -> None:  # unchanged inputs, now valid as of a later day 1 (its profile too)
+        if row["as_of_day"] != as_of or profile.moves:
             ctx.writer.touch(str(scope), user_id, as_of)
+        if (pending := profile.pending()) is not None:  # the context is fresh, its profile row was not
+            ctx.writer.profile(pending)
 
     return await refresh_item(ctx, Item(
         key=f"merge:{scope}:{user_id}", input_hash=key, stored=stored,
         reread=reread, compute=compute, settled=newer, on_cached=moved))
 
 
-class _ProfileText:
-    """A profile's text, rendered at most once and only when something needs it."""
+class _Profile:
+    """The (scope, user)'s profile for this merge: its text, rendered at most once and only when
+    something needs it, and the row to write when its fact set changed (`pending`) or when it is
+    unchanged but now valid as of a later day 1 (`moves`). Never over one made as of a later day."""
 
-    def __init__(self, ctx: RunContext, name: str, user_id: int, facts: list[dict], forgotten):
-        self.ctx, self.name, self.user_id, self.facts, self.forgotten = ctx, name, user_id, facts, forgotten
+    def __init__(self, ctx: RunContext, inputs: MergeInputs, key_of: tuple[str, int], name: str,
+                 facts: list[dict], pkey: str | None, as_of: dt.date, forgotten):
+        self.ctx, self.key_of, self.name, self.facts, self.forgotten = ctx, key_of, name, facts, forgotten
+        self.pkey, self.as_of = pkey, as_of
         self._text: str | None = None
         self.fact_count = 0
+        state = inputs.profiles.get(key_of)
+        usable = bool(pkey) and not ctx.dry_run and not (state is not None and state["as_of_day"] > as_of)
+        self.changed = usable and (state is None or state["input_hash"] != pkey)
+        self.moves = usable and not self.changed and state["as_of_day"] < as_of
+        if usable:
+            inputs.profiles[key_of] = {"scope": key_of[0], "user_id": key_of[1], "input_hash": pkey, "as_of_day": as_of}
 
-    def __call__(self) -> str:
+    def text(self) -> str:
         if self._text is None:
             memory = self.ctx.settings.memory
             made = render(self.name, self.facts, max_words=memory.profile_words,
                           same_fact=memory.same_fact) if self.facts else None
-            self._text = self.forgotten.scrub(made.text, self.user_id, self.name) if made else ""
+            self._text = self.forgotten.scrub(made.text, self.key_of[1], self.name) if made else ""
             self.fact_count = len(made.fact_ids) if made else 0
         return self._text
 
-
-def _profile(ctx: RunContext, inputs: MergeInputs, key_of: tuple[str, int], name: str, facts: list[dict],
-             pkey: str | None, as_of: dt.date, forgotten) -> _ProfileText:
-    """Write the profile row when its fact set changed (never over one made as of a later day)."""
-    text = _ProfileText(ctx, name, key_of[1], facts, forgotten)
-    state = inputs.profiles.get(key_of)
-    newer = state is not None and state["as_of_day"] > as_of
-    if not pkey or ctx.dry_run or newer:
-        return text
-    if state is None or state["input_hash"] != pkey:
-        ctx.writer.profile({"scope": key_of[0], "user_id": key_of[1], "profile": text(), "input_hash": pkey,
-                            "fact_count": text.fact_count, "as_of_day": as_of, "made_at": ctx.now()})
-    elif state["as_of_day"] < as_of:  # unchanged, still valid as of this day 1 (with its context)
-        ctx.writer.touch(key_of[0], key_of[1], as_of)
-    inputs.profiles[key_of] = {"scope": key_of[0], "user_id": key_of[1], "input_hash": pkey, "as_of_day": as_of}
-    return text
+    def pending(self) -> dict | None:
+        if not self.changed:
+            return None
+        return {"scope": self.key_of[0], "user_id": self.key_of[1], "profile": self.text(), "input_hash": self.pkey,
+                "fact_count": self.fact_count, "as_of_day": self.as_of, "made_at": self.ctx.now()}
 
 
 def _remove_stale(ctx: RunContext, inputs: MergeInputs, key_of: tuple[str, int], as_of: dt.date) -> None:

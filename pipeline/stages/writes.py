@@ -58,8 +58,14 @@ class Writer:
         self.historicals.append(row)
         self._added()
 
-    def context(self, row: dict) -> None:
+    def context(self, row: dict, *, profile: dict | None = None, touch_profile: bool = False) -> None:
+        """A context, with its profile row when that changed (or moved to the context's day 1):
+        one item, one transaction."""
         self.contexts.append(row)
+        if profile is not None:
+            self.profiles.append(profile)
+        elif touch_profile:
+            self.touches.append({"scope": row["scope"], "user_id": row["user_id"], "as_of_day": row["as_of_day"]})
         self._added()
 
     def touch(self, scope: str, user_id: int, as_of_day) -> None:
