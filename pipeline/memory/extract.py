@@ -1,13 +1,11 @@
 """The offline fact extractor: durable facts about the speakers of one partition-day, from their
 own first-person statements. No model, no I/O, deterministic; the extractive summarizer's facts.
 
-A fact comes only from a speaker's own sentence (text.sentences) that is not a question, not a
-quotation (quoted spans, code and "> " quote lines are masked; a sentence touching one is
-skipped), not reported speech ("said", "told"), not a conditional, wish or joke ("if", "would",
-"wish", "could", "jk"). A sentence is split into clauses before a new "I" / "my"; a clause that
-starts (after filler such as "lol", "btw", or a leading time phrase) with I / I'm / I've / I'll
-/ my is restated in the third person without the person (phrasing.third_person), so the fact
-reuses the speaker's own words and stays grounded in the message it cites.
+A fact comes only from a speaker's own sentence (text.sentences) that is no question, quotation
+(quoted spans, code, "> " lines), reported speech, conditional, wish or joke. Sentences split
+into clauses before a new "I" / "my"; a clause starting (after filler such as "lol", or a time
+phrase) with I / I'm / I've / I'll / my is restated in the third person without the person
+(phrasing.third_person): the fact reuses the speaker's words, grounded in the line it cites.
 
 Specific patterns give confidence 0.9 (with a `key` when a newer value replaces an older one):
 home, hometown, job, pets, family, favourites, likes and technical preferences, languages,
@@ -23,21 +21,22 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pipeline.memory import dates
 from pipeline.memory.model import Candidate
-from pipeline.memory.phrasing import ADVERBS, IMPLIED, capitalise, implied_subject, tidy, clauses, cut, is_past, object_end, possessive, straight, third_person
+from pipeline.memory.phrasing import (ADVERBS, BAD_OBJECT, CHATTER, EVENT, GOING_TO_VERB, IMPLIED, INSTRUMENT, JOB,
+                                     LANG, LANGS, NOT_THINGS, NUMBER_WORDS, OTHER_PERSON, PET, REL, SAFE_THINGS,
+                                     SKIP_WORDS, TECH, TIME_AMOUNT, TRIGGERS, TRIVIAL_PLACE, TZ, article, capitalise, clauses,
+                                     cut, implied_subject, is_past, object_end, possessive, sensitive, straight,
+                                     third_person, tidy)
 
 if TYPE_CHECKING:
     from pipeline.summarize.base import PartitionDay
 
 SPECIFIC, GENERIC = 0.9, 0.75
 _I = re.IGNORECASE
-
-
-def _w(words: str) -> str:
-    return "(?:" + "|".join(words.split()) + ")"
 
 
 def _r(pattern: str) -> re.Pattern:
@@ -47,48 +46,7 @@ def _r(pattern: str) -> re.Pattern:
 # Adverbs between "I" and its verb (phrasing.ADVERBS; "never" would turn a fact around).
 _ADV = r"(?:(?:" + "|".join(sorted(ADVERBS - {"never"})) + r"|so)\s+)*"
 _IM, _IVE, _ILL = r"i(?:'m|\s+am)", r"i(?:'ve|\s+have)", r"i(?:'ll|\s+will)"
-_PET = _w("dog cat puppy kitten pup hamster rabbit bunny parrot bird budgie cockatiel goldfish betta snake lizard "
-          "gecko turtle tortoise ferret rat mouse chinchilla hedgehog axolotl horse pony guinea\\s+pig "
-          "bearded\\s+dragon corgi husky retriever labrador lab shepherd poodle terrier beagle pug chihuahua "
-          "dachshund bulldog collie spaniel")
-_REL = _w("wife husband partner girlfriend gf boyfriend bf fiance fiancé fiancee fiancée son daughter sister brother "
-          "mom mum mother dad father grandma grandpa grandmother grandfather aunt uncle cousin niece nephew "
-          "roommate flatmate twin stepdad stepmom stepson stepdaughter baby kid")
-_JOB = _w("nurse teacher doctor developer dev engineer programmer coder designer student lawyer attorney chef cook "
-          "artist illustrator writer author journalist accountant pharmacist dentist electrician plumber mechanic "
-          "architect scientist researcher professor lecturer tutor librarian barista waiter waitress bartender "
-          "cashier manager consultant analyst translator paramedic firefighter officer cop soldier pilot driver "
-          "farmer carpenter photographer musician streamer editor animator therapist psychologist vet "
-          "veterinarian surgeon midwife intern freelancer contractor sysadmin technician clerk secretary "
-          "receptionist baker tailor postdoc dj producer composer marketer recruiter paralegal caregiver carer "
-          "welder machinist mathematician physicist chemist biologist economist historian youtuber tester admin "
-          "administrator ceo cto founder entrepreneur pharmacist mod moderator")
-_EVENT = _w("concert conference festival wedding trip vacation holiday holidays convention con tournament match "
-            "interview exam exams test appointment surgery operation graduation gig meetup hackathon camp retreat "
-            "flight party recital show presentation defense defence deadline tour race marathon date")
-_INSTRUMENT = _w("guitar piano violin drums bass cello ukulele flute saxophone sax trumpet clarinet harp keyboard banjo")
-_LANG = (r"(?:[A-Z][a-z]+|english|spanish|french|german|portuguese|italian|japanese|chinese|mandarin|cantonese|korean|"
-         r"russian|arabic|hindi|dutch|polish|swedish|turkish|greek|hebrew|ukrainian|czech|finnish|norwegian|danish|"
-         r"vietnamese|thai|indonesian|tagalog|bengali|urdu|persian|farsi|romanian|hungarian|catalan|welsh|irish)")
-_LANGS = rf"(?:(?:fluent|native|some|basic|conversational|a little(?: bit of)?|a bit of) )?{_LANG}"
-_TZ = (r"(?:(?:utc|gmt)\s?[+\-−]\s?\d{1,2}(?::?\d\d)?|utc|gmt|cet|cest|eet|eest|wet|west|bst|ist|jst|kst|aest|"
-       r"aedt|acst|awst|nzst|nzdt|est|edt|cst|cdt|mst|mdt|pst|pdt|akst|hst|sgt|hkt|msk|brt|art|[a-z]+/[a-z_]+)")
-_TZ_WORD = _r(_TZ + "$")
-_TECH = frozenset("""vim neovim nvim emacs linux arch ubuntu debian fedora nixos windows macos mac python rust go golang
-javascript js typescript ts java kotlin c c++ c# haskell elixir ruby php swift zig lua tabs spaces vscode vs jetbrains
-intellij pycharm git docker kubernetes react vue svelte django flask dark qwerty dvorak colemak firefox chrome
-android ios iphone zsh bash tmux helix sublime ocaml scala clojure dart flutter godot unity unreal blender postgres
-sqlite""".split())
-_SAFE_THINGS = frozenset("""game band music food language editor song artist movie film book show anime genre album
-series dish drink snack colour color ide distro os framework author singer manga sport team character""".split())
-# Health, money, relationships, moderation, feelings, beliefs: never global.
-_SENSITIVE_WORDS = frozenset("""ill ban banned mod mods muted kicked warned sad rent broke die died dead trans gay meds
-weed vote sick wife husband""".split())
-_SENSITIVE_PREFIXES = ("depress", "anxi", "therap", "adhd", "autis", "cancer", "diagnos", "medica", "medicine",
-                       "pregnan", "hospital", "surger", "disorder", "rehab", "sober", "alcohol", "drunk", "drug",
-                       "debt", "salar", "money", "loan", "divorc", "breakup", "girlfriend", "boyfriend", "marri",
-                       "lesbian", "queer", "religio", "church", "muslim", "christian", "jewish", "lonel", "angry",
-                       "suicid", "death", "funeral", "grie", "politic", "wives", "husbands", "abus", "disab")
+_TZ_WORD = _r(TZ + "$")
 
 # Per line / sentence gates.
 _MASK = re.compile(r"```.*?```|`[^`]*`|\"[^\"]*\"?|“[^”]*”?|«[^»]*»?|„[^“”]*[“”]?", re.DOTALL)
@@ -97,16 +55,6 @@ _FIRST = _r(r"\b(?:i|my|im|ive)\b")
 _IMPLIED = _r(r"(?:^|[.!?]\s+)(?:just )?(?:" + "|".join(sorted(IMPLIED)) + r")\b")
 _WORD = re.compile(r"[a-z0-9'+#/]+")
 _DIGIT = re.compile(r"\d")
-# "3am", "5 more minutes", "2 hours of sleep": numbers of chatter, not of facts
-_TIME_AMOUNT = _r(r"\d+(?:[.:]\d+)?\s*(?:more\s+)?(?:am|pm|h|hrs?|hours?|mins?|minutes?|secs?|seconds?|%|x|times|ms|fps)\b")
-# Someone else's facts: "my friend works at Google" is not about the speaker.
-_OTHER_PERSON = _r(r"my (?:[\w-]+ )?(?:friends?|boss|coworkers?|co-workers?|colleagues?|neighbou?rs?|buddy|buddies|"
-                   r"classmates?|teachers?|manager|landlord|ex|doctor|therapist|roommates?|flatmates?)\b")
-_SKIP_WORDS = frozenset("""if would wish wished wishes could might maybe perhaps hypothetically imagine suppose unless
-pretend pretending should i'd wanna jk kidding joking said says told tells claim claims claimed dream dreamt dreamed
-lying roleplay rp /s""".split())
-_NUMBER_WORDS = frozenset("two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty "
-                          "hundred thousand million".split())
 _OWN_START = _r(r"(?:i|i'm|i've|i'll|my)\b")
 
 # (regex at a clause's start, category, key, global_safe). The fact is the clause up to the
@@ -123,8 +71,7 @@ _STARTS = [(_r(p), c, k, g) for p, c, k, g in (
      "identity", "hometown", False),
     (rf"^i was born in (?:19|20)\d\d\b", "identity", "birth year", False),
     (rf"^(?:i {_ADV}work|{_IM} {_ADV}working|{_IVE} {_ADV}(?:been working|worked))(?: remotely| from home)?"
-     r"(?: as an? [\w -]+?)? "
-     r"(?:at|for) (?P<x>)", "skill/work", "job", False),
+     r"(?: as an? [\w -]+?)? (?:at|for) (?P<x>)", "skill/work", "job", False),
     (rf"^(?:i {_ADV}work|{_IM} {_ADV}working) as (?P<x>)", "skill/work", "job", False),
     (rf"^(?:i {_ADV}work|{_IM} {_ADV}working) in (?P<x>)", "skill/work", None, False),
     (rf"^(?:i {_ADV}(?:started|got|landed|accepted|took)|{_IVE} {_ADV}(?:got|started|landed|accepted))"
@@ -134,7 +81,7 @@ _STARTS = [(_r(p), c, k, g) for p, c, k, g in (
      r"(?: job| position| role| internship)?(?: as an? [\w -]+?)? (?:at|with) (?P<x>)", "episodic", None, False),
     (rf"^i {_ADV}got hired (?:at|by) (?P<x>)", "skill/work", "job", False),
     (rf"^i {_ADV}got promoted(?: to (?P<x>))?", "skill/work", None, False),
-    (rf"^{_IM} {_ADV}an? (?:[\w-]+ ){{0,3}}{_JOB}s?\b(?: (?:at|for|in) (?P<x>)(?=\w))?", "skill/work", "job",
+    (rf"^{_IM} {_ADV}an? (?:[\w-]+ ){{0,3}}{JOB}s?\b(?: (?:at|for|in) (?P<x>)(?=\w))?", "skill/work", "job",
      False),
     (rf"^{_IM} {_ADV}(?:retired|unemployed|self-employed|between jobs|a stay[- ]at[- ]home \w+)\b", "skill/work",
      "job", False),
@@ -145,16 +92,16 @@ _STARTS = [(_r(p), c, k, g) for p, c, k, g in (
      "skill/work", None, False),
     (rf"^i {_ADV}(?:code|program|write code|develop|write) (?:mostly |mainly )?in (?P<x>)", "preference", None, "tech"),
     (rf"^i {_ADV}(?:use|daily drive|run) (?P<x>)", "preference", None, "tech"),
-    (rf"^(?:i {_ADV}play|{_IVE} {_ADV}been playing|{_IM} {_ADV}playing) (?:the )?{_INSTRUMENT}\b", "skill/work",
+    (rf"^(?:i {_ADV}play|{_IVE} {_ADV}been playing|{_IM} {_ADV}playing) (?:the )?{INSTRUMENT}\b", "skill/work",
      None, False),
     (rf"^(?:i {_ADV}(?:play|main)|{_IVE} {_ADV}been (?:playing|watching|reading|listening to)) (?P<x>)",
      "preference", None, False),
     (rf"^(?:i {_ADV}(?:love|like|prefer|enjoy|adore|hate|dislike|can't stand)|i {_ADV}(?:don't|do not) "
      rf"(?:like|enjoy)|{_IM} {_ADV}(?:an? (?:big |huge )?fan of|obsessed with|(?:really |super )?into)) (?P<x>)",
      "preference", None, True),
-    (rf"^i {_ADV}speak (?P<x>{_LANGS}(?:(?:,|,? and| &) {_LANGS})*)", "identity", "language", True),
-    (rf"^{_IM} {_ADV}a native (?:{_LANG} )speaker\b", "identity", "language", True),
-    (rf"^{_IM} {_ADV}(?:in |on )?{_TZ}(?: time)?(?=$|[\s,.;!])", "identity", "timezone", True),
+    (rf"^i {_ADV}speak (?P<x>{LANGS}(?:(?:,|,? and| &) {LANGS})*)", "identity", "language", True),
+    (rf"^{_IM} {_ADV}a native (?:{LANG} )speaker\b", "identity", "language", True),
+    (rf"^{_IM} {_ADV}(?:in |on )?{TZ}(?: time)?(?=$|[\s,.;!])", "identity", "timezone", True),
     (rf"^{_IM} {_ADV}(?:1[3-9]|[2-9]\d)(?: ?(?:years? old|yo|y/o|yrs? old))?(?=\s*(?:$|[,.;!]|and\b|but\b|now\b|"
      r"btw\b|lol\b))", "identity", "age", False),
     (rf"^i {_ADV}turned (?:1[3-9]|[2-9]\d)\b", "identity", "age", False),
@@ -165,9 +112,9 @@ _STARTS = [(_r(p), c, k, g) for p, c, k, g in (
     (rf"^(?:i {_ADV}graduated|{_IM} {_ADV}graduating)(?: from (?P<x>))?", "episodic", None, False),
     (rf"^{_IM} {_ADV}an? (?:new )?(?:dad|mom|mum|father|mother|parent|grandma|grandpa|grandparent)\b",
      "relationship", None, False),
-    (rf"^(?:{_IVE}(?: got)?|i {_ADV}have) (?:a|an|one|two|three|four|five|six|\d) (?:[\w-]+ )?(?:{_REL}s?|children|"
+    (rf"^(?:{_IVE}(?: got)?|i {_ADV}have) (?:a|an|one|two|three|four|five|six|\d) (?:[\w-]+ )?(?:{REL}s?|children|"
      r"siblings?|grandkids?|grandchildren)\b", "relationship", None, False),
-    (rf"^(?:{_IVE}(?: got)?|i {_ADV}have) (?:a|an|one|two|three|four|five|six|\d) (?:[\w-]+ )?{_PET}s?\b", "other",
+    (rf"^(?:{_IVE}(?: got)?|i {_ADV}have) (?:a|an|one|two|three|four|five|six|\d) (?:[\w-]+ )?{PET}s?\b", "other",
      None, False),
 )]
 _TRAVEL = [(_r(p), past) for p, past in (
@@ -180,49 +127,30 @@ _TRAVEL = [(_r(p), past) for p, past in (
      r"(?:(?:back )?(?:to|in|at|from|for)\s+)?", True),
     (rf"^(?:i {_ADV}was|{_IVE} {_ADV}(?:just )?been)\s+(?:to|in|at)\s+", True),
 )]
-# The word after "I" / "I'm" / "I've" / "I'll" (and adverbs) that some pattern above starts
-# with: a clause whose verb is none of them skips them all (a cheap test: most are chatter).
+# The word after "I" / "I'm" / "I've" / "I'll" (and adverbs): a clause whose verb is none of
+# phrasing.TRIGGERS (that some pattern above starts with) skips them all; most are chatter.
 _HEAD = _r(rf"i(?:'m|'ve|'ll|\s+am|\s+have|\s+will)?\s+{_ADV}(?:not\s+)?([\w'+-]+)")
-_TRIGGERS = frozenset("""live living based located lived moved relocated moving relocating move relocate from
-originally grew was born work working worked started got landed accepted took starting start hired a an retired
-unemployed self-employed between vegetarian vegan pescatarian allergic lactose celiac diabetic learning studying
-practicing practising teaching study teach code program write develop use daily run play playing main been love like
-prefer enjoy adore hate dislike can't don't do obsessed into speak in on turned turning married engaged divorced
-single widowed getting graduated graduating have one two three four five six be fly go travel head drive visit
-flying going travelling traveling heading driving off visiting leaving taking coming returning spending leave went
-flew drove travelled traveled visited came returned attended saw spent""".split())
 
 _NAME = r"(?-i:[A-Z][\w'-]*)"
-_PET_NAMED = _r(rf"\bmy (?:little |new |old |two |three |\w+ )?(?P<kind>{_PET})(?P<pl>s)?(?:'s name is| (?:is|are) "
+_PET_NAMED = _r(rf"\bmy (?:little |new |old |two |three |\w+ )?(?P<kind>{PET})(?P<pl>s)?(?:'s name is| (?:is|are) "
                 rf"(?:called|named)| (?:called|named)|,)? (?P<name>{_NAME}(?:(?:,| and| &) {_NAME})*)")
-_PET_HAVE = _r(rf"\b(?:a|an|two|three|\d) (?:new |little )?(?P<mod>[\w-]+ )?(?P<kind>{_PET})(?P<pl>s)? (?:named|called) "
+_PET_HAVE = _r(rf"\b(?:a|an|two|three|\d) (?:new |little )?(?P<mod>[\w-]+ )?(?P<kind>{PET})(?P<pl>s)? (?:named|called) "
                r"(?P<name>[\w'-]+(?:(?:,| and| &) [\w'-]+)*)")
 _HAVE_START = _r(rf"(?:i {_ADV}(?:have|adopted|got|rescued|own|bought)|{_IVE}(?: got| adopted| rescued)?)\b")
-_REL_NAMED = _r(rf"\bmy (?:little |big |older |younger |baby |twin |)(?P<rel>{_REL}),? (?:is called |named )?"
+_REL_NAMED = _r(rf"\bmy (?:little |big |older |younger |baby |twin |)(?P<rel>{REL}),? (?:is called |named )?"
                 r"(?P<name>(?-i:[A-Z][a-z][\w'-]*))\b")
 _HEDGE = r"(?:(?:probably|definitely|honestly|easily|still|currently|hands down|by far|literally|always|now|also) )*"
 _FAV = _r(r"\bmy (?:all[- ]time |current |new )?(?P<fav>favou?rite|fave|fav) (?P<thing>[\w-]+(?: (?!ever\b|of\b)[\w-]+)?)"
           rf"(?: of all time| ever)? (?:is|are|has to be|has always been|=) {_HEDGE}(?P<x>)")
 _FAV_REV = _r(rf"^(?P<x>[^,;]{{1,60}}?) (?:is|are|has to be|'s) {_HEDGE}my (?:all[- ]time |current |new )?"
               r"(?P<fav>favou?rite|fave|fav) (?P<thing>[\w-]+(?: (?!ever\b|of\b)[\w-]+)?)(?: of all time| ever)?\s*(?:$|[,.;!])")
-_NATIVE = _r(rf"\bmy (?:native|first|mother) (?:language|tongue) is (?P<x>{_LANG})")
+_NATIVE = _r(rf"\bmy (?:native|first|mother) (?:language|tongue) is (?P<x>{LANG})")
 _NAME_MY = _r(rf"\bmy (?:real |actual |first )?name is (?P<x>{_NAME}(?: {_NAME})?)")
-_TZ_MY = _r(rf"\bmy (?:time ?zone|tz) is (?P<x>{_TZ})")
+_TZ_MY = _r(rf"\bmy (?:time ?zone|tz) is (?P<x>{TZ})")
 _BIRTHDAY = _r(r"\b(?:my (?P<word>birthday|bday|b-day) (?:is|was)|it's my (?P<w2>birthday|bday|b-day))\b(?P<rest>.*)$")
-_EVENT_HAVE = _r(rf"^(?:{_IVE}(?: got)?|i {_ADV}(?:have|got)) (?P<x>(?:an?|my) (?:[\w-]+ ){{0,3}}{_EVENT}s?|"
-                 rf"(?:[\w-]+ )?{_EVENT}s)\b")
-_EVENT_MY = _r(rf"\bmy (?P<x>(?:[\w-]+ ){{0,2}}{_EVENT}s?) (?:is|was) ")
-_NOT_THINGS = frozenset("thing things part way time moment day person one kind type bit".split())
-_BAD_OBJECT = _r(r"^(?:it|this|that|these|those|there|here|them|him|her|you|your|u|ur|ya|y'all|how|when|what|why|who|"
-                 r"which|some|someone|something|anything|everything|nothing|bed|sleep|the way|the idea|the fact|being|"
-                 r"seeing|hearing|fear|hope|denial|shambles|agony|to (?:see|hear|know|say|be|have|think)|the same|mine|one|trouble|a bit|a lot|a little|"
-                 r"much|more|all|both|each|stuff|things|lots|having|doing|getting|going|waking|people|everyone|"
-                 r"myself|so|too|very|well|not|no)\b")
-_TRIVIAL = _r(r"^(?:the |a |my |their )?(?:bed|sleep|gym|work|school|class|store|shop|office|bathroom|toilet|kitchen|"
-              r"doctor|dentist|town|home|lunch|dinner|breakfast|shower|walk|nap|run|movies|mall|bar|pub|park|beach|"
-              r"supermarket|church|hospital|vet|party)s?\b")
-_CHATTER = frozenset("lol lmao ok okay ngl tbh omg wtf btw idk imo gg brb afk asap irl fr nvm rn atm af til psa "
-                     "xd ty thx pls plz yes yeah no nah hey hi hello wow".split())
+_EVENT_HAVE = _r(rf"^(?:{_IVE}(?: got)?|i {_ADV}(?:have|got)) (?P<x>(?:an?|my) (?:[\w-]+ ){{0,3}}{EVENT}s?|"
+                 rf"(?:[\w-]+ )?{EVENT}s)\b")
+_EVENT_MY = _r(rf"\bmy (?P<x>(?:[\w-]+ ){{0,2}}{EVENT}s?) (?:is|was) ")
 _OPINION = _r(rf"^(?:i|{_IM}|{_IVE}) {_ADV}(?:think|guess|mean|feel|felt|believe|bet|agree|disagree|doubt|suppose|hope|"
               r"wonder|swear|know|knew|remember|forgot|heard|assume|assumed|sure|not sure|sorry|glad|afraid|tired|"
               r"bored|done|so|very|too|about to|gonna|going to go|need|needed|want|wanted|can|can't|cannot|will|"
@@ -237,16 +165,10 @@ _PRESENT = _r(r"i(?:'m|\s+am)\s+(?:\w+\s+)?\w+ing\b")
 _FUTURE = _r(r"\b(?:will|'ll|going to|gonna|next|tomorrow|tmrw|in \w+ (?:days?|weeks?)|coming|\w+ing)\b")
 _WILL = _r(r"\b(?:will|'ll|going to|gonna)\b")
 _ABSOLUTE_DATE = _r(r"(?!(?:today|tonight|tomorrow|tmr|yesterday|next|this|last|coming|on |in |\w+day))(?:\d|[a-z]{3})")
-_GOING_TO_VERB = _r(r"^(?:be|visit|move|start|fly|travel|see|try|get|have|take|make|do|learn|buy|watch|play|stay|"
-                    r"spend|attend|leave|go|work|study|meet|check|need|sleep|eat|cook|finish|head|drive|pick|call|run|"
-                    r"write|read|build|join|give|tell|ask|help|quit|switch|miss)\b")
 _ING = re.compile(r"^(?:Is|Will be|Will) (?=\w+ing\b|off\b)")
 _ADDRESSED = _r(r"\b(?:you|your|u|ur|y'all|we|us|our)\b")
-_MY_REL = _r(rf"my (?:[\w-]+ )?{_REL}s?\b")
-
-
-def _a(phrase: str) -> str:
-    return ("an " if phrase[:1].lower() in "aeiou" else "a ") + phrase
+_MY_REL = _r(rf"my (?:[\w-]+ )?{REL}s?\b")
+_TECH_WORD, _EVENT_WORD, _ON_LEFT = re.compile(r"[\w+#]+"), _r(rf"\b{EVENT}s?\b"), _r(r"\s+on\s*$|\s+on(?=\s*[,.;!])")
 
 
 def _is_date(text: str) -> bool:
@@ -273,17 +195,10 @@ def _anchored(clause: str, when: dates.DateMatch | None) -> bool:
     today / tomorrow / yesterday ("I'm off to the gym tomorrow" is chatter)."""
     if when is not None and not _NEAR.match(when.text):
         return True
-    if _DIGIT.search(_TIME_AMOUNT.sub("", clause)) or not _NUMBER_WORDS.isdisjoint(_WORD.findall(clause.lower())):
+    if _DIGIT.search(TIME_AMOUNT.sub("", clause)) or not NUMBER_WORDS.isdisjoint(_WORD.findall(clause.lower())):
         return True
-    return any(w.lower().rstrip(".'") not in _CHATTER and w != "I" and not w.startswith("I'")
+    return any(w.lower().rstrip(".'") not in CHATTER and w != "I" and not w.startswith("I'")
                for w in _PROPER.findall(clause))
-
-
-def _safe(text: str, safe: bool) -> bool:
-    if not safe or any(c in text for c in "$€£"):
-        return False
-    words = _WORD.findall(text.lower())
-    return _SENSITIVE_WORDS.isdisjoint(words) and not any(w.startswith(_SENSITIVE_PREFIXES) for w in words)
 
 
 def _when(clause: str, lead: str, today: dt.date, past: bool | None) -> dates.DateMatch | None:
@@ -301,18 +216,18 @@ def _anywhere(clause: str, when, today: dt.date, add) -> None:
     if "my " in low:
         for m in _PET_NAMED.finditer(clause):
             kind = m.group("kind").lower()
-            add(f"Has {_a(kind) if not m.group('pl') else kind + 's'} named {m.group('name')}", "other",
+            add(f"Has {article(kind) if not m.group('pl') else kind + 's'} named {m.group('name')}", "other",
                 f"pet {kind} name")
         for m in _REL_NAMED.finditer(clause):
-            add(f"Has {_a(m.group('rel').lower())} named {m.group('name')}", "relationship")
+            add(f"Has {article(m.group('rel').lower())} named {m.group('name')}", "relationship")
         m = _FAV.search(clause) or _FAV_REV.search(clause)
-        if m and m.group("thing").lower() not in _NOT_THINGS:
+        if m and m.group("thing").lower() not in NOT_THINGS:
             thing = m.group("thing").lower()
             end = object_end(clause, m.start("x"), when.start if when else None) if m.re is _FAV else m.end("x")
             x = clause[m.start("x"):end].strip()
-            if x and not _BAD_OBJECT.match(x):
+            if x and not BAD_OBJECT.match(x):
                 add(f"{capitalise(m.group('fav').lower())} {thing} is {possessive(x)}", "preference",
-                    f"favourite {thing}", thing.split()[-1] in _SAFE_THINGS)
+                    f"favourite {thing}", thing.split()[-1] in SAFE_THINGS)
         m = _NATIVE.search(clause)
         if m:
             add(third_person(clause[m.start():m.end()]), "identity", "language", True)
@@ -333,12 +248,12 @@ def _anywhere(clause: str, when, today: dt.date, add) -> None:
     m = _EVENT_HAVE.match(clause) or (_EVENT_MY.search(clause) if "my " in low else None)
     if m and when is not None:
         x = m.group("x")
-        x = x if m.re is _EVENT_HAVE and not x.lower().startswith("my ") else _a(x.split(" ", 1)[-1])
+        x = x if m.re is _EVENT_HAVE and not x.lower().startswith("my ") else article(x.split(" ", 1)[-1])
         add(f"Has {x}", "plan" if when.day > today else "event", day=when.day)
     m = _PET_HAVE.search(clause) if _HAVE_START.match(clause) else None
     if m:
         kind, said = m.group("kind").lower(), (m.group("mod") or "") + m.group("kind")
-        add(f"Has {_a(said) if not m.group('pl') else said + 's'} named {m.group('name')}", "other",
+        add(f"Has {article(said) if not m.group('pl') else said + 's'} named {m.group('name')}", "other",
             f"pet {kind} name")
 
 
@@ -349,7 +264,7 @@ def _started(clause: str, when, today: dt.date, add) -> bool:
     if head is None:
         return False
     verb = head.group(1).lower()
-    if verb not in _TRIGGERS and not verb[:1].isdigit() and not _TZ_WORD.match(verb):
+    if verb not in TRIGGERS and not verb[:1].isdigit() and not _TZ_WORD.match(verb):
         return False
     stop = when.start if when else None
     for rx, category, key, safe in _STARTS:
@@ -360,9 +275,9 @@ def _started(clause: str, when, today: dt.date, add) -> bool:
         if "x" in rx.groupindex and m.group("x") is not None:
             end = object_end(clause, m.start("x"), stop) if m.end("x") == m.start("x") else m.end("x")
             x = clause[m.start("x"):end]
-            if not x or _BAD_OBJECT.match(x):
+            if not x or BAD_OBJECT.match(x):
                 continue
-        tech = any(w in _TECH for w in re.findall(r"[\w+#]+", x.lower())[:3])
+        tech = any(w in TECH for w in _TECH_WORD.findall(x.lower())[:3])
         if safe == "tech" and not tech:
             continue  # "I use a standing desk": no preference this pattern knows
         text = third_person(clause[:end])
@@ -381,13 +296,13 @@ def _started(clause: str, when, today: dt.date, add) -> bool:
         m = rx.match(clause)
         if m is None:
             continue
-        if not past and m.group(0).lower().rstrip().endswith("going to") and _GOING_TO_VERB.match(clause[m.end():]):
+        if not past and m.group(0).lower().rstrip().endswith("going to") and GOING_TO_VERB.match(clause[m.end():]):
             return False  # "I'm going to visit Japan": a plan the generic rule states as said
         end = object_end(clause, m.end(), stop, 6)
         x = clause[m.end():end]
-        if not x or _BAD_OBJECT.match(x) or _TRIVIAL.match(x):
+        if not x or BAD_OBJECT.match(x) or TRIVIAL_PLACE.match(x):
             return True  # "I'm going to bed", "I'm off to the gym tomorrow": chatter
-        proper = _anchored(" " + x, None) or re.search(rf"(?i)\b{_EVENT}s?\b", x)
+        proper = _anchored(" " + x, None) or _EVENT_WORD.search(x)
         if when is None and not proper:
             return True
         text = capitalise(_ING.sub("", third_person(clause[:end])))
@@ -401,7 +316,7 @@ def _started(clause: str, when, today: dt.date, add) -> bool:
 
 def _generic(clause: str, when, today: dt.date, add) -> None:
     """Any other first-person statement with an anchor (proper noun, number, explicit date)."""
-    if _OPINION.match(clause) or _OTHER_PERSON.match(clause) or _ADDRESSED.search(clause) \
+    if _OPINION.match(clause) or OTHER_PERSON.match(clause) or _ADDRESSED.search(clause) \
             or len(content_tokens(clause)) < 3:
         return
     if not _anchored(clause, when):
@@ -409,7 +324,7 @@ def _generic(clause: str, when, today: dt.date, add) -> None:
     text, day, category = clause, None, "relationship" if _MY_REL.match(clause) else "other"
     if when is not None:
         if when.end <= len(clause) and when.start < when.end:
-            text = re.sub(r"\s+on\s*$|\s+on(?=\s*[,.;!])", "", clause[:when.start] + clause[when.end:]).strip()
+            text = _ON_LEFT.sub("", clause[:when.start] + clause[when.end:]).strip()
         category, day = ("plan" if when.day > today else "event"), when.day
     add(third_person(tidy(text)), category, None, False, GENERIC, day)
 
@@ -421,7 +336,7 @@ def _facts_of_clause(clause: str, lead: str, today: dt.date) -> list[tuple]:
     def add(text, category, key=None, safe=False, confidence=SPECIFIC, day=None):
         text = cut(capitalise(text.strip()))
         if content_tokens(text):
-            out.append((text, category, key, _safe(text, safe), confidence, day))
+            out.append((text, category, key, safe and not sensitive(text), confidence, day))
 
     when = _when(clause, lead, today, _tense(clause)) if dates.may_have_date(clause + lead) else None
     _anywhere(clause, when, today, add)
@@ -458,7 +373,7 @@ def extract_facts(pd: PartitionDay) -> list[Candidate]:
         for sentence in sentences(own):
             low = sentence.lower()
             words = set(_WORD.findall(low))
-            if "?" in sentence or "…" in sentence or "want to" in low or not words.isdisjoint(_SKIP_WORDS):
+            if "?" in sentence or "…" in sentence or "want to" in low or not words.isdisjoint(SKIP_WORDS):
                 continue  # a question, a quotation, a wish, a conditional, reported speech, a joke
             if words.isdisjoint(("i", "my", "i'm", "i've", "i'll")) and implied_subject(sentence) is sentence:
                 continue
@@ -473,11 +388,9 @@ def extract_facts(pd: PartitionDay) -> list[Candidate]:
                             user_id=line.user_id, text=text, category=category, confidence=confidence,
                             global_safe=safe, sources=(position,), event_day=day, key=key)
                     elif position not in old.sources:
-                        found[(line.user_id, norm)] = Candidate(
-                            user_id=old.user_id, text=old.text, category=old.category,
-                            confidence=max(old.confidence, confidence), global_safe=old.global_safe,
-                            sources=old.sources + (position,), event_day=old.event_day or day,
-                            key=old.key or key)
+                        found[(line.user_id, norm)] = replace(
+                            old, confidence=max(old.confidence, confidence), sources=old.sources + (position,),
+                            event_day=old.event_day or day, key=old.key or key)
     return sorted(found.values(), key=lambda c: (c.sources[0], c.text, c.user_id))
 
 
