@@ -2,12 +2,12 @@
 
 `find_date(text, today, past=None)` finds the first date expression of the text and returns its
 day and its span. Forms: today / tonight / this morning (afternoon, evening) / tomorrow /
-yesterday / last night / the day after tomorrow / the day before yesterday; next week (+7) / last week (-7); this / next / last weekend (its Saturday);
-this / next / last / coming / on <weekday> (abbreviations only after one of those words); in N
-days / weeks, N days / weeks ago (N a number, a number word, "a", "a couple of", "a few" = 3);
-on (from, until, by) the Nth (this month, or the next when it has passed); <day> <month> and <month> <day>, with
-an optional year (month names full or three-letter, "Sept" too); ISO dates (2026-12-03, also
-with slashes).
+yesterday / last night / the day after tomorrow / the day before yesterday; next week (+7) /
+last week (-7); this / next / last weekend (its Saturday); this / next / last / coming / on
+<weekday> (abbreviations only after one of those words); in N days / weeks, N days / weeks ago
+(N a number, a number word, "a", "a couple of", "a few" = 3); on (from, until, by) the Nth
+(this month, or the next when it has passed); <day> <month> and <month> <day>, with an optional
+year (month names full or three-letter, "Sept" too); ISO dates (2026-12-03, also with slashes).
 
 Conventions, where chat is ambiguous:
 - "this <weekday>" is the first such day on or after today; "next <weekday>", "coming
@@ -42,24 +42,30 @@ _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 
             "fourteen": 14, "twenty": 20, "thirty": 30, "a couple of": 2, "a few": 3, "couple": 2,
             "a couple": 2}
 _ORD = r"(?:st|nd|rd|th)?"
-_COUNT = r"(?P<n>\d{1,3}|a couple of|a couple|couple|a few|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fourteen|twenty|thirty)"
+_COUNT = (r"(?P<n>\d{1,3}|a couple of|a couple|couple|a few|an?|one|two|three|four|five|six|seven|eight|nine|"
+          r"ten|eleven|twelve|fourteen|twenty|thirty)")
+_MONTH_AHEAD = r"(?!\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))"
 
 _FORMS = (  # most specific first: at one position the first form that matches wins
     ("iso", r"\b(?P<iso_y>\d{4})[-/](?P<iso_m>\d{1,2})[-/](?P<iso_d>\d{1,2})\b"),
-    ("daymonth", rf"\b(?:the )?(?P<dm_d>\d{{1,2}}){_ORD}(?: of)? {_MONTH.replace('mon>', 'dm_mon>')}(?:,? (?P<dm_y>\d{{4}}))?\b"),
-    ("monthday", rf"\b{_MONTH.replace('mon>', 'md_mon>')} (?:the )?(?P<md_d>\d{{1,2}}){_ORD}(?!\d|:|\.\d)(?:,? (?P<md_y>\d{{4}}))?\b"),
+    ("daymonth", rf"\b(?:the )?(?P<dm_d>\d{{1,2}}){_ORD}(?: of)? {_MONTH.replace('mon>', 'dm_mon>')}"
+                 r"(?:,? (?P<dm_y>\d{4}))?\b"),
+    ("monthday", rf"\b{_MONTH.replace('mon>', 'md_mon>')} (?:the )?(?P<md_d>\d{{1,2}}){_ORD}(?!\d|:|\.\d)"
+                 r"(?:,? (?P<md_y>\d{4}))?\b"),
     ("ago", rf"\b{_COUNT.replace('n>', 'ago_c>')} (?P<ago_unit>days?|weeks?) ago\b"),
     ("in", rf"\bin {_COUNT.replace('n>', 'in_c>')} (?P<in_unit>days?|weeks?|fortnight)\b"),
-    ("nth", r"\b(?:on|from|until|till|by|since) the (?P<nth_d>\d{1,2})(?:st|nd|rd|th)\b(?!\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))"),
+    ("nth", rf"\b(?:on|from|until|till|by|since) the (?P<nth_d>\d{{1,2}})(?:st|nd|rd|th)\b{_MONTH_AHEAD}"),
     ("week", r"\b(?P<week_rel>next|last|this|coming) (?P<week_unit>week(?:end)?)\b"),
-    ("weekday", r"\b(?:(?P<wd_rel>next|this|last|coming|on)\s+)?(?P<wd_wd>(?:mon|tues|wednes|thurs|fri|satur|sun)days?)\b"),
+    ("weekday", r"\b(?:(?P<wd_rel>next|this|last|coming|on)\s+)?"
+                r"(?P<wd_wd>(?:mon|tues|wednes|thurs|fri|satur|sun)days?)\b"),
     ("abbr", r"\b(?P<ab_rel>next|this|last|coming|on)\s+(?P<ab_wd>mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)\b\.?"),
-    ("relday", r"\b(?P<rd_w>the day after tomorrow|the day before yesterday|today|tonight|tomorrow|tmrw|tmr|yesterday|last night|this (?:morning|afternoon|evening))\b"),
+    ("relday", r"\b(?P<rd_w>the day after tomorrow|the day before yesterday|today|tonight|tomorrow|tmrw|tmr|"
+               r"yesterday|last night|this (?:morning|afternoon|evening))\b"),
 )
 _ALL = re.compile("|".join(f"(?P<{name}>{rx})" for name, rx in _FORMS), re.IGNORECASE)
 _DIGIT = re.compile(r"\d")
-_HINTS = ("today", "night", "morning", "afternoon", "evening", "tonight", "tom", "tmr", "yesterday", "week", "day", "mon", "tue", "wed", "thu", "fri", "sat",
-          "sun")
+_HINTS = ("today", "night", "morning", "afternoon", "evening", "tom", "tmr", "yesterday", "week", "day", "mon",
+          "tue", "wed", "thu", "fri", "sat", "sun")
 
 
 @dataclass(frozen=True)

@@ -28,9 +28,9 @@ from pipeline.memory import dates
 from pipeline.memory.model import Candidate
 from pipeline.memory.phrasing import (ADVERBS, BAD_OBJECT, CHATTER, EVENT, GOING_TO_VERB, IMPLIED, INSTRUMENT, JOB,
                                      LANG, LANGS, NOT_THINGS, NUMBER_WORDS, OTHER_PERSON, PET, REL, SAFE_THINGS,
-                                     SKIP_WORDS, TECH, TIME_AMOUNT, TRIGGERS, TRIVIAL_PLACE, TZ, article, capitalise, clauses,
-                                     cut, implied_subject, is_past, object_end, possessive, sensitive, straight,
-                                     third_person, tidy)
+                                     SKIP_WORDS, TECH, TIME_AMOUNT, TRIGGERS, TRIVIAL_PLACE, TZ, article,
+                                     capitalise, clauses, cut, implied_subject, is_past, object_end, possessive,
+                                     sensitive, straight, third_person, tidy)
 
 if TYPE_CHECKING:
     from pipeline.summarize.base import PartitionDay
@@ -140,10 +140,10 @@ _HAVE_START = _r(rf"(?:i {_ADV}(?:have|adopted|got|rescued|own|bought)|{_IVE}(?:
 _REL_NAMED = _r(rf"\bmy (?:little |big |older |younger |baby |twin |)(?P<rel>{REL}),? (?:is called |named )?"
                 r"(?P<name>(?-i:[A-Z][a-z][\w'-]*))\b")
 _HEDGE = r"(?:(?:probably|definitely|honestly|easily|still|currently|hands down|by far|literally|always|now|also) )*"
-_FAV = _r(r"\bmy (?:all[- ]time |current |new )?(?P<fav>favou?rite|fave|fav) (?P<thing>[\w-]+(?: (?!ever\b|of\b)[\w-]+)?)"
-          rf"(?: of all time| ever)? (?:is|are|has to be|has always been|=) {_HEDGE}(?P<x>)")
+_FAVOURITE = r"(?P<fav>favou?rite|fave|fav) (?P<thing>[\w-]+(?: (?!ever\b|of\b)[\w-]+)?)(?: of all time| ever)?"
+_FAV = _r(rf"\bmy (?:all[- ]time |current |new )?{_FAVOURITE} (?:is|are|has to be|has always been|=) {_HEDGE}(?P<x>)")
 _FAV_REV = _r(rf"^(?P<x>[^,;]{{1,60}}?) (?:is|are|has to be|'s) {_HEDGE}my (?:all[- ]time |current |new )?"
-              r"(?P<fav>favou?rite|fave|fav) (?P<thing>[\w-]+(?: (?!ever\b|of\b)[\w-]+)?)(?: of all time| ever)?\s*(?:$|[,.;!])")
+              rf"{_FAVOURITE}\s*(?:$|[,.;!])")
 _NATIVE = _r(rf"\bmy (?:native|first|mother) (?:language|tongue) is (?P<x>{LANG})")
 _NAME_MY = _r(rf"\bmy (?:real |actual |first )?name is (?P<x>{_NAME}(?: {_NAME})?)")
 _TZ_MY = _r(rf"\bmy (?:time ?zone|tz) is (?P<x>{TZ})")

@@ -156,7 +156,8 @@ _STOP = re.compile(r"[,;:!?()\[\]]|\.(?!\w)|\s[-–—]\s|\s:[)d]\b|\s(?:and|but
                    r"though|although|which|who|where|with|until|lol|lmao|haha\w*|rn|atm|tbh|ngl|btw|now|anymore|too|"
                    r"as well|either|for|from|after|before|again|anyway|mostly|mainly|lately|these days|nowadays|"
                    r"right now|at the moment|in the end|at last|full[- ]time|part[- ]time|xd|soon|someday|fight me|if|"
-                   r"one day|eventually|recently|later|(?:last|next|this|coming) (?:week(?:end)?|night|month|year|summer|winter|"
+                   r"one day|eventually|recently|later|(?:last|next|this|coming) (?:week(?:end)?|night|month|year|"
+                   r"summer|winter|"
                    r"spring|fall|autumn|semester|term)|in (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*|"
                    r"(?:a (?:few |couple )?|\w+ )(?:days?|weeks?|months?|years?) ago|ages ago|all (?:day|night|"
                    r"week|weekend|morning|evening|year)|every (?:day|week|weekend|morning|night)|daily|"
@@ -252,26 +253,28 @@ def words_re(words: str) -> str:
     return "(?:" + "|".join(words.split()) + ")"
 
 
-PET = words_re("dog cat puppy kitten pup hamster rabbit bunny parrot bird budgie cockatiel goldfish betta snake lizard "
-               "gecko turtle tortoise ferret rat mouse chinchilla hedgehog axolotl horse pony guinea\\s+pig "
+PET = words_re("dog cat puppy kitten pup hamster rabbit bunny parrot bird budgie cockatiel goldfish betta snake "
+               "lizard gecko turtle tortoise ferret rat mouse chinchilla hedgehog axolotl horse pony guinea\\s+pig "
                "bearded\\s+dragon corgi husky retriever labrador lab shepherd poodle terrier beagle pug chihuahua "
                "dachshund bulldog collie spaniel")
-REL = words_re("wife husband partner girlfriend gf boyfriend bf fiance fiancé fiancee fiancée son daughter sister brother "
-               "mom mum mother dad father grandma grandpa grandmother grandfather aunt uncle cousin niece nephew "
-               "roommate flatmate twin stepdad stepmom stepson stepdaughter baby kid")
-JOB = words_re("nurse teacher doctor developer dev engineer programmer coder designer student lawyer attorney chef cook "
-               "artist illustrator writer author journalist accountant pharmacist dentist electrician plumber mechanic "
-               "architect scientist researcher professor lecturer tutor librarian barista waiter waitress bartender "
-               "cashier manager consultant analyst translator paramedic firefighter officer cop soldier pilot driver "
-               "farmer carpenter photographer musician streamer editor animator therapist psychologist vet "
-               "veterinarian surgeon midwife intern freelancer contractor sysadmin technician clerk secretary "
+REL = words_re("wife husband partner girlfriend gf boyfriend bf fiance fiancé fiancee fiancée son daughter sister "
+               "brother mom mum mother dad father grandma grandpa grandmother grandfather aunt uncle cousin niece "
+               "nephew roommate flatmate twin stepdad stepmom stepson stepdaughter baby kid")
+JOB = words_re("nurse teacher doctor developer dev engineer programmer coder designer student lawyer attorney chef "
+               "cook artist illustrator writer author journalist accountant pharmacist dentist electrician plumber "
+               "mechanic architect scientist researcher professor lecturer tutor librarian barista waiter waitress "
+               "bartender cashier manager consultant analyst translator paramedic firefighter officer cop soldier "
+               "pilot driver farmer carpenter photographer musician streamer editor animator therapist psychologist "
+               "vet veterinarian surgeon midwife intern freelancer contractor sysadmin technician clerk secretary "
                "receptionist baker tailor postdoc dj producer composer marketer recruiter paralegal caregiver carer "
-               "welder machinist mathematician physicist chemist biologist economist historian youtuber tester admin "
-               "administrator ceo cto founder entrepreneur pharmacist mod moderator")
-EVENT = words_re("concert conference festival wedding trip vacation holiday holidays convention con tournament match "
-                 "interview exam exams test appointment surgery operation graduation gig meetup hackathon camp retreat "
-                 "flight party recital show presentation defense defence deadline tour race marathon date")
-INSTRUMENT = words_re("guitar piano violin drums bass cello ukulele flute saxophone sax trumpet clarinet harp keyboard banjo")
+               "welder machinist mathematician physicist chemist biologist economist historian youtuber tester "
+               "admin administrator ceo cto founder entrepreneur pharmacist mod moderator")
+EVENT = words_re("concert conference festival wedding trip vacation holiday holidays convention con tournament "
+                 "match interview exam exams test appointment surgery operation graduation gig meetup hackathon "
+                 "camp retreat flight party recital show presentation defense defence deadline tour race marathon "
+                 "date")
+INSTRUMENT = words_re("guitar piano violin drums bass cello ukulele flute saxophone sax trumpet clarinet harp "
+                      "keyboard banjo")
 LANG = (r"(?:[A-Z][a-z]+|english|spanish|french|german|portuguese|italian|japanese|chinese|mandarin|cantonese|korean|"
         r"russian|arabic|hindi|dutch|polish|swedish|turkish|greek|hebrew|ukrainian|czech|finnish|norwegian|danish|"
         r"vietnamese|thai|indonesian|tagalog|bengali|urdu|persian|farsi|romanian|hungarian|catalan|welsh|irish)")
