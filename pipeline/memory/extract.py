@@ -28,7 +28,7 @@ from pipeline.memory import dates
 from pipeline.memory.model import Candidate
 from pipeline.memory.phrasing import (ADVERBS, BAD_OBJECT, CHATTER, EVENT, GOING_TO_VERB, IMPLIED, INSTRUMENT, JOB,
                                      LANG, LANGS, NOT_THINGS, NUMBER_WORDS, OTHER_PERSON, PET, REL, SAFE_THINGS,
-                                     SKIP_WORDS, TECH, TIME_AMOUNT, TRIGGERS, TRIVIAL_PLACE, TZ, article,
+                                     REPORTING, SKIP_WORDS, TECH, TIME_AMOUNT, TRIGGERS, TRIVIAL_PLACE, TZ, article,
                                      capitalise, clauses, cut, implied_subject, is_past, object_end, possessive,
                                      sensitive, straight, third_person, tidy)
 
@@ -54,6 +54,7 @@ _QUOTE_LINE = re.compile(r"^\s*>.*$", re.MULTILINE)
 _FIRST = _r(r"\b(?:i|my|im|ive)\b")
 _IMPLIED = _r(r"(?:^|[.!?]\s+)(?:just )?(?:" + "|".join(sorted(IMPLIED)) + r")\b")
 _WORD = re.compile(r"[a-z0-9'+#/]+")
+_FIRST_WORDS = frozenset(("i", "my", "i'm", "i've", "i'll"))
 _DIGIT = re.compile(r"\d")
 _OWN_START = _r(r"(?:i|i'm|i've|i'll|my)\b")
 
@@ -120,8 +121,8 @@ _STARTS = [(_r(p), c, k, g) for p, c, k, g in (
 _TRAVEL = [(_r(p), past) for p, past in (
     (rf"^(?:{_IM} {_ADV}(?:flying|going|travell?ing|heading|driving|off|visiting|leaving for|taking a trip to|"
      rf"going back|coming|returning|spending \w+ \w+ in)|{_ILL} {_ADV}(?:be )?(?:fly|go|travel|head|drive|visit|in|at|"
-     rf"flying|going|travell?ing|heading|visiting)|i {_ADV}(?:fly|leave|head)(?: out)?)\s+(?:(?:back )?(?:to|for|in|at|"
-     r"out to|over to)\s+)?", False),
+     rf"flying|going|travell?ing|heading|visiting)|i {_ADV}(?:fly|leave|head)(?: out)?)\s+(?:(?:back |home |over )?"
+     r"(?:to|for|in|at|out to|over to)\s+)?", False),
     (rf"^(?:i {_ADV}(?:went|flew|drove|travell?ed|visited|got back|came back|returned|attended|saw|spent "
      rf"(?:a|the|two|three|\d+) (?:days?|weeks?|weekend|nights?) in)|{_IVE} {_ADV}visited)\s+"
      r"(?:(?:back )?(?:to|in|at|from|for)\s+)?", True),
@@ -147,6 +148,7 @@ _FAV_REV = _r(rf"^(?P<x>[^,;]{{1,60}}?) (?:is|are|has to be|'s) {_HEDGE}my (?:al
 _NATIVE = _r(rf"\bmy (?:native|first|mother) (?:language|tongue) is (?P<x>{LANG})")
 _NAME_MY = _r(rf"\bmy (?:real |actual |first )?name is (?P<x>{_NAME}(?: {_NAME})?)")
 _TZ_MY = _r(rf"\bmy (?:time ?zone|tz) is (?P<x>{TZ})")
+_SAID_AS = ((_NATIVE, "", "language"), (_TZ_MY, "Is in ", "timezone"), (_NAME_MY, "Name is ", "name"))
 _BIRTHDAY = _r(r"\b(?:my (?P<word>birthday|bday|b-day) (?:is|was)|it's my (?P<w2>birthday|bday|b-day))\b(?P<rest>.*)$")
 _EVENT_HAVE = _r(rf"^(?:{_IVE}(?: got)?|i {_ADV}(?:have|got)) (?P<x>(?:an?|my) (?:[\w-]+ ){{0,3}}{EVENT}s?|"
                  rf"(?:[\w-]+ )?{EVENT}s)\b")
@@ -228,15 +230,10 @@ def _anywhere(clause: str, when, today: dt.date, add) -> None:
             if x and not BAD_OBJECT.match(x):
                 add(f"{capitalise(m.group('fav').lower())} {thing} is {possessive(x)}", "preference",
                     f"favourite {thing}", thing.split()[-1] in SAFE_THINGS)
-        m = _NATIVE.search(clause)
-        if m:
-            add(third_person(clause[m.start():m.end()]), "identity", "language", True)
-        m = _TZ_MY.search(clause)
-        if m:
-            add(f"Is in {m.group('x')}", "identity", "timezone", True)
-        m = _NAME_MY.search(clause)
-        if m:
-            add(f"Name is {m.group('x')}", "identity", "name")
+        for rx, said, key in _SAID_AS:
+            m = rx.search(clause)
+            if m:
+                add(said + m.group("x") if said else third_person(m.group(0)), "identity", key, key != "name")
         m = _BIRTHDAY.search(clause)
         if m:
             told, word = dates.find_date(m.group("rest"), today), (m.group("word") or m.group("w2")).capitalize()
@@ -372,11 +369,15 @@ def extract_facts(pd: PartitionDay) -> list[Candidate]:
         own = _MASK.sub(" … ", _QUOTE_LINE.sub("", straight(line.text)))
         for sentence in sentences(own):
             low = sentence.lower()
-            words = set(_WORD.findall(low))
+            listed = _WORD.findall(low)
+            words = set(listed)
             if "?" in sentence or "…" in sentence or "want to" in low or not words.isdisjoint(SKIP_WORDS):
-                continue  # a question, a quotation, a wish, a conditional, reported speech, a joke
-            if words.isdisjoint(("i", "my", "i'm", "i've", "i'll")) and implied_subject(sentence) is sentence:
+                continue  # a question, a quotation, a wish, a conditional, a joke
+            if words.isdisjoint(_FIRST_WORDS) and implied_subject(sentence) is sentence:
                 continue
+            if not words.isdisjoint(REPORTING) and not _FIRST_WORDS.isdisjoint(
+                    listed[next(i for i, w in enumerate(listed) if w in REPORTING):]):
+                continue  # reported speech: "she said I'm a nurse", "I told him I live in Rome"
             for clause, lead in clauses(sentence, _is_date):
                 for text, category, key, safe, confidence, day in _facts_of_clause(clause, lead, pd.day):
                     if grounded(text, line.text) < 0.5:

@@ -103,7 +103,8 @@ def third_person(clause: str) -> str:
     if head in ("i", "i'm", "i've", "i'll", "i'd"):
         i = 1
         if head != "i":
-            out.append(_swap(words[0], lambda w: agree(w[1:])))  # the contraction is the verb
+            had = head == "i'd" and len(words) > 1 and is_past(_core(words[1]))  # "I'd moved" -> "Had moved"
+            out.append(_swap(words[0], lambda w: "had" if had else agree(w[1:])))  # the contraction is the verb
         else:
             while i < len(words) and _core(words[i]) in ADVERBS:
                 out.append(words[i])
@@ -297,8 +298,9 @@ SENSITIVE_PREFIXES = ("depress", "anxi", "therap", "adhd", "autis", "cancer", "d
                       "lesbian", "queer", "religio", "church", "muslim", "christian", "jewish", "lonel", "angry",
                       "suicid", "death", "funeral", "grie", "politic", "wives", "husbands", "abus", "disab")
 SKIP_WORDS = frozenset("""if would wish wished wishes could might maybe perhaps hypothetically imagine suppose unless
-pretend pretending should i'd wanna jk kidding joking said says told tells claim claims claimed dream dreamt dreamed
-lying roleplay rp /s""".split())
+pretend pretending should i'd wanna jk kidding joking dream dreamt dreamed lying roleplay rp /s""".split())
+# Reported speech: a first-person word after one of these is someone else's ("she said I'm …").
+REPORTING = frozenset("said says told tells claim claims claimed asked asks thinks thought".split())
 NUMBER_WORDS = frozenset("two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty "
                           "hundred thousand million".split())
 _I = re.IGNORECASE
