@@ -11,6 +11,7 @@ import html
 import json
 import re
 
+MAX_FACTS = 5  # per speaker and request: a model lists what matters, not every sentence
 _SPEAKER = re.compile(r'<speaker handle="(p\d+)">([^<]*)</speaker>')
 _REDUCE_SPEAKER = re.compile(r'<speaker handle="(p\d+)" name="([^"]*)">(.*?)</speaker>', re.DOTALL)
 _MESSAGE = re.compile(r'<m ([^>]*)>(.*?)</m>', re.DOTALL)
@@ -80,7 +81,7 @@ def _facts(said: list[tuple[str, str]]) -> list[dict]:
                 "date": None,
                 "key": f"favourite {key.group(1).lower()}" if key else None,
             })
-    return [f for f in out if f["text"]]
+    return [f for f in out if f["text"]][:MAX_FACTS]
 
 
 def canned_answer(request) -> str:

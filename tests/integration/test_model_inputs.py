@@ -44,7 +44,7 @@ def _msg(mid: int, channel: int, user: int, text: str, day: int, hour: int, name
 
 def _everything(store, s, *, ana: str = "Ana", bo: str = "Bo", texts: dict | None = None, more: int = 0) -> None:
     """Every operation the model serves: daily (chunked and reduced when big), fold (the hourly
-    refresh), historical, merge, remember and forget."""
+    refresh), historical, merge and forget (over the facts `remember` stored, no model call)."""
     t = {"ana": "I am building a castle with four towers, a moat and a drawbridge that really works.",
          "bo": "I am mapping the ocean monument and the sunken ship next to it this week."} | (texts or {})
     ingest_messages(store, [
@@ -72,7 +72,7 @@ def _everything(store, s, *, ana: str = "Ana", bo: str = "Bo", texts: dict | Non
 
 def _operations(requests) -> set[str]:
     tags = {"<messages>": "daily", "<summaries>": "fold", "<partial>": "reduce", "<daily ": "historical",
-            "<past_week>": "merge", "<new_fact>": "remember", "<forget>": "forget"}
+            "<past_week>": "merge", "<forget>": "forget"}
     return {op for r in requests for tag, op in tags.items() if tag in r.prompt_text}
 
 
@@ -84,7 +84,7 @@ def test_no_raw_id_reaches_the_model_and_channel_names_follow_the_audience(store
     _everything(store, s, texts={"ana": markup + " I am building a castle with four towers and a moat.",
                                  "bo": markup + " I am mapping the ocean monument this week."})
     requests = server.calls()
-    assert _operations(requests) >= {"daily", "fold", "historical", "merge", "remember", "forget"}
+    assert _operations(requests) >= {"daily", "fold", "historical", "merge", "forget"}
     for r in requests:
         assert not re.search(r"\d{15,}", r.prompt_text + (r.system_text or "")), r.prompt_text
     daily = [r.prompt_text for r in requests if "<messages>" in r.prompt_text]
@@ -109,7 +109,7 @@ def test_every_request_of_every_operation_fits_the_input_budget(store, settings,
     requests = server.calls()
     worst = max(estimate_tokens(r.prompt_text + "\n\n" + (r.system_text or "")) for r in requests)
     assert worst <= budget
-    assert _operations(requests) >= {"daily", "reduce", "fold", "historical", "merge", "remember", "forget"}
+    assert _operations(requests) >= {"daily", "reduce", "fold", "historical", "merge", "forget"}
     assert store.runs(1)[0]["fallbacks"] == 0
 
 
@@ -120,7 +120,7 @@ def test_no_user_text_reaches_the_instructions_of_any_request(store, settings, s
     s = gemini_settings(settings, server)
     _everything(store, s, ana=HOSTILE, bo=HOSTILE + " again")
     requests = server.calls()
-    assert _operations(requests) >= {"daily", "fold", "historical", "merge", "remember", "forget"}
+    assert _operations(requests) >= {"daily", "fold", "historical", "merge", "forget"}
     assert any("NEW INSTRUCTION" in r.prompt_text for r in requests if "<past_week>" in r.prompt_text)
     for r in requests:
         assert "NEW INSTRUCTION" not in instruction_part(r.prompt_text), r.prompt_text
@@ -146,7 +146,7 @@ def test_a_forgotten_fact_is_never_quoted_to_the_model(store, settings, server):
     asyncio.run(go())
     replay(store, s, "2026-11-04", "2026-11-04", summarizer=llm(s), force=True)
     requests = server.calls()
-    assert len(requests) > 6
+    assert len(requests) >= 6  # dailies before and after, the DM's among them (Ana has no facts: no forget request)
     for r in requests:
         assert "Never mention" not in r.prompt_text
         if "ZQX4242" in r.prompt_text:  # only the forget itself and the DM the code was said in

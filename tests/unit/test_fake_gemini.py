@@ -389,3 +389,63 @@ def test_stop_is_prompt_with_a_hanging_request_and_idle_keepalive_connections():
     finally:
         client.close()
         server.stop()  # idempotent
+
+
+# ----------------------------------------------------------------------------- canned answers
+
+
+def _daily_prompt(*, fold: bool = False) -> str:
+    """A daily (or fold) prompt as mempipe renders it, over a few messages of two speakers."""
+    import datetime as dt
+
+    from pipeline.config import load_settings
+    from pipeline.summarize import ChatLine, PartitionDay
+    from pipeline.summarize.facts_out import prepared
+    from pipeline.summarize.llm import LLMSummarizer
+
+    ts = dt.datetime(2026, 11, 5, 9, tzinfo=dt.timezone.utc)
+    said = [(1, "I'm moving to Lisbon in March."), (2, "lol"), (1, "My favourite game is Celeste & co."),
+            (2, "I have 2 cats. They are cute."), (1, "i like turtles"), (2, "My favorite editor is Vim, I love it.")]
+    lines = tuple(ChatLine(1190000000000000000 + i, uid, {1: "Ana", 2: "Bo"}[uid], text, ts + dt.timedelta(minutes=i))
+                  for i, (uid, text) in enumerate(said))
+    pd = prepared(PartitionDay("guild:1", ts.date(), lines, {1: "Ana", 2: "Bo"}))
+    summarizer = LLMSummarizer(load_settings(), client=None)
+    if fold:
+        return summarizer._render_fold(pd, pd.lines, {1: "Ana: was here."})
+    return summarizer._render_daily(pd, pd.lines, None)
+
+
+@pytest.mark.parametrize("fold", [False, True])
+def test_canned_daily_and_fold_answers_carry_facts_that_validate(fold):
+    from pipeline.summarize.schemas import DailyOut, FactOut
+    from tests.fakes.responders import canned_answer
+
+    with FakeGemini(canned_answer) as server:
+        response = agenerate(server, _daily_prompt(fold=fold))
+    raw = json.loads(response.text)
+    for item in raw["summaries"]:
+        for fact in item["facts"]:
+            assert FactOut.model_validate(fact).model_dump() == fact  # valid as given, nothing coerced
+    answer = DailyOut.model_validate_json(response.text)
+    facts = {s.speaker: [(f.text, f.category, f.confidence, f.global_safe, f.sources, f.key) for f in s.facts]
+             for s in answer.summaries}
+    assert facts == {
+        "p1": [("Is moving to Lisbon in March", "other", 0.8, False, ["m1"], None),
+               ("Their favourite game is Celeste & co", "preference", 0.95, True, ["m3"], "favourite game")],
+        "p2": [("Has 2 cats", "other", 0.8, False, ["m4"], None),
+               ("Their favorite editor is Vim, I love it", "preference", 0.95, True, ["m6"], "favourite editor")]}
+
+
+def test_canned_merge_and_forget_answers():
+    from pipeline.summarize.prompts import render
+    from pipeline.summarize.schemas import ForgetOut, MergeOut
+    from tests.fakes.responders import canned_answer
+
+    with FakeGemini(canned_answer) as server:
+        merge = agenerate(server, render("merge", name="Ana", day1="Ana: today &", historical="Past week: x",
+                                         target_chars=100))
+        forget = agenerate(server, render("forget", facts=["Lives in Lisbon.", "Keeps BEES & wasps.", "keeps bees"],
+                                          fact="keeps bees"))
+    assert MergeOut.model_validate_json(merge.text).context == "Ana: today &\nPast week: x"
+    assert "facts" not in json.loads(merge.text)
+    assert ForgetOut.model_validate_json(forget.text).forget == [2, 3]
