@@ -62,10 +62,13 @@ _FORMS = (  # most specific first: at one position the first form that matches w
     ("relday", r"\b(?P<rd_w>the day after tomorrow|the day before yesterday|today|tonight|tomorrow|tmrw|tmr|"
                r"yesterday|last night|this (?:morning|afternoon|evening))\b"),
 )
-_ALL = re.compile("|".join(f"(?P<{name}>{rx})" for name, rx in _FORMS), re.IGNORECASE)
+# One regex; every form starts at a word boundary, tested once per position.
+_ALL = re.compile(r"\b(?:" + "|".join(f"(?P<{name}>{rx.removeprefix(chr(92) + 'b')})" for name, rx in _FORMS) + ")",
+                  re.IGNORECASE)
 _DIGIT = re.compile(r"\d")
-_HINTS = ("today", "night", "morning", "afternoon", "evening", "tom", "tmr", "yesterday", "week", "day", "mon",
-          "tue", "wed", "thu", "fri", "sat", "sun")
+_WORD = re.compile(r"[a-z]+")
+_HINTS = frozenset("""today tonight tomorrow tmrw tmr yesterday night morning afternoon evening week weekend
+days weeks fortnight""".split()) | frozenset(_WEEKDAYS) | frozenset(d + "s" for d in _WEEKDAYS) | frozenset(_ABBREV)
 
 
 @dataclass(frozen=True)
@@ -159,10 +162,7 @@ def _resolve(form: str, g: dict, today: dt.date, past: bool | None) -> dt.date |
 
 def may_have_date(text: str) -> bool:
     """False when the text surely has no date expression (a cheap test)."""
-    if _DIGIT.search(text):
-        return True
-    low = text.lower()
-    return any(h in low for h in _HINTS)
+    return _DIGIT.search(text) is not None or not _HINTS.isdisjoint(_WORD.findall(text.lower()))
 
 
 def find_date(text: str, today: dt.date, past: bool | None = None) -> DateMatch | None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import replace
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from pipeline.memory import dates
@@ -36,11 +37,10 @@ if TYPE_CHECKING:
     from pipeline.summarize.base import PartitionDay
 
 SPECIFIC, GENERIC = 0.9, 0.75
-_I = re.IGNORECASE
 
 
 def _r(pattern: str) -> re.Pattern:
-    return re.compile(pattern, _I)
+    return re.compile(pattern, re.IGNORECASE)
 
 
 # Adverbs between "I" and its verb (phrasing.ADVERBS; "never" would turn a fact around).
@@ -53,9 +53,7 @@ _MASK = re.compile(r"```.*?```|`[^`]*`|\"[^\"]*\"?|“[^”]*”?|«[^»]*»?|�
 _QUOTE_LINE = re.compile(r"^\s*>.*$", re.MULTILINE)
 _FIRST = _r(r"\b(?:i|my|im|ive)\b")
 _IMPLIED = _r(r"(?:^|[.!?]\s+)(?:just )?(?:" + "|".join(sorted(IMPLIED)) + r")\b")
-_WORD = re.compile(r"[a-z0-9'+#/]+")
-_FIRST_WORDS = frozenset(("i", "my", "i'm", "i've", "i'll"))
-_DIGIT = re.compile(r"\d")
+_WORD, _DIGIT, _FIRST_WORDS = re.compile(r"[a-z0-9'+#/]+"), re.compile(r"\d"), frozenset("i my i'm i've i'll".split())
 _OWN_START = _r(r"(?:i|i'm|i've|i'll|my)\b")
 
 # (regex at a clause's start, category, key, global_safe). The fact is the clause up to the
@@ -161,14 +159,10 @@ _OPINION = _r(rf"^(?:i|{_IM}|{_IVE}) {_ADV}(?:think|guess|mean|feel|felt|believe
               r"thinking|considering|wondering|debating)\b")
 _PROPER = re.compile(r"(?<=\s)[A-Z][\w'&.+-]*")
 _NEAR = _r(r"today|tonight|now|tomorrow|tmrw?|yesterday|the day")
-_PAST = _r(r"\b(?:ago|last|yesterday)\b")
-_HAVE_GOT = _r(r"i(?:'ve|\s+have)\s+got\b")
-_PRESENT = _r(r"i(?:'m|\s+am)\s+(?:\w+\s+)?\w+ing\b")
-_FUTURE = _r(r"\b(?:will|'ll|going to|gonna|next|tomorrow|tmrw|in \w+ (?:days?|weeks?)|coming|\w+ing)\b")
-_WILL = _r(r"\b(?:will|'ll|going to|gonna)\b")
+_PAST, _FUTURE = frozenset(("ago", "last", "yesterday")), frozenset(("next", "tomorrow", "tmrw", "coming", "in"))
 _ABSOLUTE_DATE = _r(r"(?!(?:today|tonight|tomorrow|tmr|yesterday|next|this|last|coming|on |in |\w+day))(?:\d|[a-z]{3})")
 _ING = re.compile(r"^(?:Is|Will be|Will) (?=\w+ing\b|off\b)")
-_ADDRESSED = _r(r"\b(?:you|your|u|ur|y'all|we|us|our)\b")
+_ADDRESSED = frozenset(("you", "your", "u", "ur", "y'all", "we", "us", "our"))
 _MY_REL = _r(rf"my (?:[\w-]+ )?{REL}s?\b")
 _TECH_WORD, _EVENT_WORD, _ON_LEFT = re.compile(r"[\w+#]+"), _r(rf"\b{EVENT}s?\b"), _r(r"\s+on\s*$|\s+on(?=\s*[,.;!])")
 
@@ -182,14 +176,14 @@ def _is_date(text: str) -> bool:
 def _tense(clause: str) -> bool | None:
     """True for a past-tense clause, False for a future one, None when it does not say: by its
     verb ("I went", "I'm going", "I'll go"), else by its time words ("ago", "next")."""
-    if _WILL.search(clause) or _PRESENT.match(clause):
+    words = _WORD.findall(clause.lower())
+    if "will" in words or "gonna" in words or "i'll" in words or (words[:1] == ["i'm"] and "ing" in "".join(
+            w[-3:] for w in words[1:3])) or "going to" in " ".join(words):
         return False
-    if _HAVE_GOT.match(clause):
-        return False if _FUTURE.search(clause) else None
-    head = _HEAD.match(clause)
-    if (head is not None and is_past(head.group(1))) or _PAST.search(clause):
+    if words[:2] != ["i've", "got"] and ((len(words) > 1 and is_past(words[1])) or (
+            len(words) > 2 and words[1] in ADVERBS and is_past(words[2])) or not _PAST.isdisjoint(words)):
         return True
-    return False if _FUTURE.search(clause) else None
+    return False if not _FUTURE.isdisjoint(words) or any(w.endswith("ing") for w in words) else None
 
 
 def _anchored(clause: str, when: dates.DateMatch | None) -> bool:
@@ -204,10 +198,8 @@ def _anchored(clause: str, when: dates.DateMatch | None) -> bool:
 
 
 def _when(clause: str, lead: str, today: dt.date, past: bool | None) -> dates.DateMatch | None:
-    when = dates.find_date(clause, today, past)
-    if when is None and lead:
-        found = dates.find_date(lead, today, past)
-        when = dates.DateMatch(found.day, len(clause), len(clause), found.text) if found else None
+    if (when := dates.find_date(clause, today, past)) is None and (when := dates.find_date(lead, today, past)):
+        when = replace(when, start=len(clause), end=len(clause))  # "Tomorrow I'm …": the lead's date, no span
     return when
 
 
@@ -313,8 +305,8 @@ def _started(clause: str, when, today: dt.date, add) -> bool:
 
 def _generic(clause: str, when, today: dt.date, add) -> None:
     """Any other first-person statement with an anchor (proper noun, number, explicit date)."""
-    if _OPINION.match(clause) or OTHER_PERSON.match(clause) or _ADDRESSED.search(clause) \
-            or len(content_tokens(clause)) < 3:
+    if _OPINION.match(clause) or OTHER_PERSON.match(clause) or not _ADDRESSED.isdisjoint(_WORD.findall(
+            clause.lower())) or len(content_tokens(clause)) < 3:
         return
     if not _anchored(clause, when):
         return
@@ -326,7 +318,8 @@ def _generic(clause: str, when, today: dt.date, add) -> None:
     add(third_person(tidy(text)), category, None, False, GENERIC, day)
 
 
-def _facts_of_clause(clause: str, lead: str, today: dt.date) -> list[tuple]:
+@lru_cache(maxsize=16384)  # chat repeats itself ("I'm going to bed"); pure, so a cache is safe
+def _facts_of_clause(clause: str, lead: str, today: dt.date) -> tuple[tuple, ...]:
     """(text, category, key, global_safe, confidence, event_day) for every fact of one clause."""
     out: list[tuple] = []
 
@@ -335,7 +328,7 @@ def _facts_of_clause(clause: str, lead: str, today: dt.date) -> list[tuple]:
         if content_tokens(text):
             out.append((text, category, key, safe and not sensitive(text), confidence, day))
 
-    when = _when(clause, lead, today, _tense(clause)) if dates.may_have_date(clause + lead) else None
+    when = _when(clause, lead, today, _tense(clause)) if dates.may_have_date(f"{clause} {lead}") else None
     _anywhere(clause, when, today, add)
     decided = _started(clause, when, today, add)
     if not out and not decided and _OWN_START.match(clause):
@@ -343,7 +336,7 @@ def _facts_of_clause(clause: str, lead: str, today: dt.date) -> list[tuple]:
     if len(out) > 1:  # "Has a golden retriever" says less than "Has a golden retriever named Max"
         words = [set(content_tokens(f[0])) for f in out]
         out = [f for i, f in enumerate(out) if not any(j != i and words[i] < words[j] for j in range(len(out)))]
-    return out
+    return tuple(out)
 
 
 def _stem(word: str) -> str:
@@ -353,11 +346,16 @@ def _stem(word: str) -> str:
     return word
 
 
-def grounded(fact: str, message: str) -> float:
-    """Share of the fact's content words found (lightly stemmed) among the message's."""
-    wanted = {_stem(t) for t in content_tokens(fact)}
-    have = {_stem(t) for t in content_tokens(straight(message))}
+def grounded(fact: str, message: str | set[str]) -> float:
+    """Share of the fact's content words found (lightly stemmed) among the message's (or among
+    a set of stems made by `stems`)."""
+    wanted = stems(fact)
+    have = message if isinstance(message, set) else stems(straight(message))
     return len(wanted & have) / len(wanted) if wanted else 0.0
+
+
+def stems(text: str) -> set[str]:
+    return {_stem(t) for t in content_tokens(text)}
 
 
 def extract_facts(pd: PartitionDay) -> list[Candidate]:
@@ -366,7 +364,7 @@ def extract_facts(pd: PartitionDay) -> list[Candidate]:
     for position, line in enumerate(pd.lines):
         if not line.text or not (_FIRST.search(line.text) or _IMPLIED.search(line.text)):
             continue
-        own = _MASK.sub(" … ", _QUOTE_LINE.sub("", straight(line.text)))
+        own, have = _MASK.sub(" … ", _QUOTE_LINE.sub("", straight(line.text))), None
         for sentence in sentences(own):
             low = sentence.lower()
             listed = _WORD.findall(low)
@@ -380,7 +378,8 @@ def extract_facts(pd: PartitionDay) -> list[Candidate]:
                 continue  # reported speech: "she said I'm a nurse", "I told him I live in Rome"
             for clause, lead in clauses(sentence, _is_date):
                 for text, category, key, safe, confidence, day in _facts_of_clause(clause, lead, pd.day):
-                    if grounded(text, line.text) < 0.5:
+                    have = have if have is not None else stems(straight(line.text))
+                    if grounded(text, have) < 0.5:
                         continue  # a safety net: the phrasing keeps the speaker's words
                     norm = " ".join(text.lower().split()).rstrip(".!")
                     old = found.get((line.user_id, norm))

@@ -166,6 +166,7 @@ _STOP = re.compile(r"[,;:!?()\[\]]|\.(?!\w)|\s[-–—]\s|\s:[)d]\b|\s(?:and|but
                    re.IGNORECASE)
 _TAIL = re.compile(r"(?:\s+(?:on|in|at|this|next|last|by|for|the|a|an|of|to|since|around|very|so|really))+$",
                    re.IGNORECASE)
+_OWN = re.compile(r"(?:i|i'm|i've|i'll|my)\b", re.IGNORECASE)
 _LEAD = re.compile(r"^(?P<d>[\w ,-]{2,30}?)\s*,?\s*(?=(?:i|i'm|i've|i'll|my)\b)", re.IGNORECASE)
 
 
@@ -200,7 +201,7 @@ def clauses(sentence: str, is_date) -> list[tuple[str, str]]:
     out = []
     for part in _CLAUSE.split(sentence):
         part, lead_text = _FILLER.sub("", part.strip()).strip(), ""
-        lead = _LEAD.match(part)
+        lead = None if _OWN.match(part) else _LEAD.match(part)
         if lead and is_date(lead.group("d")):
             part, lead_text = part[lead.end():], lead.group("d")
         if part:
@@ -221,17 +222,17 @@ def object_end(clause: str, start: int, stop_at: int | None = None, max_words: i
     return start + len(obj)
 
 
-_RELATIVE_TIME = re.compile(r"\s*\b(?:(?:all )?(?:last|next|this|coming) (?:week(?:end)?|month|year|summer|winter|"
+_RELATIVE_TIME = re.compile(r"\b(?:(?:all )?(?:last|next|this|coming) (?:week(?:end)?|month|year|summer|winter|"
                             r"spring|fall|autumn|night|morning|semester)|(?:a (?:few |couple (?:of )?)?|\w+ )(?:days?|"
                             r"weeks?|months?|years?) ago|ages ago|a while ago|today|tonight|tomorrow|yesterday|rn|"
                             r"atm|right now|recently|lately|lol|lmao|btw|tbh|ngl|haha\w*|xd)\b(?!')", re.IGNORECASE)
-_LOOSE_PUNCT = re.compile(r"\s+([,.;:!?])")
+_LOOSE_PUNCT, _SPACES = re.compile(r"\s+([,.;:!?])"), re.compile(r"\s{2,}")
 
 
 def tidy(text: str) -> str:
     """Time words that go stale ("last year", "3 days ago", "tomorrow") and chat noise ("lol",
     "btw") removed: a fact is kept for months, and its date, when known, goes with it."""
-    return _LOOSE_PUNCT.sub(r"\1", _RELATIVE_TIME.sub("", text)).strip()
+    return _LOOSE_PUNCT.sub(r"\1", _SPACES.sub(" ", _RELATIVE_TIME.sub("", text))).strip()
 
 
 def cut(text: str, limit: int = 200) -> str:
