@@ -21,7 +21,7 @@ import jinja2
 from ..hashing import input_hash
 from ..resources import prompts_dir
 from .dedup import similarity
-from .model import EPISODIC
+from .model import EPISODIC, MANUAL
 
 TEMPLATE = "profile.md.j2"
 SECTIONS = (("identity", "Identity"), ("preference", "Preferences"), ("skill/work", "Work and skills"),
@@ -46,11 +46,12 @@ def _template() -> tuple[jinja2.Template, str]:
 
 def visible(rows: Iterable[dict], sources: Iterable[str], as_of: dt.date) -> list[dict]:
     """The facts a context built from `sources` may read as of `as_of`: said by then, and not yet
-    superseded then (a replay of an older range sees the facts of its time)."""
+    superseded then (a replay of an older range sees the facts of its time). A remembered fact
+    counts from the moment it is remembered, whatever day the context was made for."""
     allowed = set(sources)
     return [r for r in rows
             if (r["level"] == "global" or r["partition"] in allowed)
-            and r["first_seen"] <= as_of
+            and (r["first_seen"] <= as_of or r["origin"] == MANUAL)
             and (r["status"] == "active" or (r["superseded_on"] is not None and r["superseded_on"] > as_of))]
 
 

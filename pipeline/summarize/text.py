@@ -137,7 +137,11 @@ def scrub(text: str, facts: list[str], subject: str = "", about=()) -> str:
     def states(piece: str) -> bool:
         return any(mentions_fact(piece, f, subject) for f in facts) and (not about or names_person(piece, about))
     lines = []
+    removed = False
     for line in text.split("\n"):
+        if not line.strip():  # layout (a profile's blank lines) is kept as it is
+            lines.append(line)
+            continue
         # A leading label ("Ana: ", "Today: ") is kept even when its first sentence goes.
         # Labels are the "Name: " / "Today: " prefixes our summaries put before quoted text;
         # a clause that states a forgotten fact is never kept as a label.
@@ -145,13 +149,14 @@ def scrub(text: str, facts: list[str], subject: str = "", about=()) -> str:
                        or re.match(r"^((?:Facts|Today|Past week(?: \([^)]*\))?):\s+)", line))
         label = label_match.group(1) if label_match else ""
         if label and states(label):
-            label = ""
+            label, removed = "", True
         line = line[len(label):]
         parts = re.split(r"((?<=[.!?])\s+|\s+·\s+)", line)
         kept: list[str] = []
         for i in range(0, len(parts), 2):
             piece = parts[i]
             if piece and states(piece):
+                removed = True
                 continue
             if kept and i > 0:
                 kept.append(parts[i - 1])
@@ -160,4 +165,6 @@ def scrub(text: str, facts: list[str], subject: str = "", about=()) -> str:
         new = re.sub(r"^(·\s*)+|(\s*·)+$", "", new).strip()
         if new:
             lines.append(label + new)
-    return "\n".join(lines)
+    if not removed:
+        return text
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n")
