@@ -90,6 +90,10 @@ def script(line):
         out.append(said("Account id is 1160000000000000901 on the server"))
     if "ghost" in t:
         out.append(said("Plays the violin", user_id=999))  # not a speaker
+    if "muse" in t:
+        out.append(said("Favourite band is Muse", "preference", 0.95, global_safe=True))
+    if "kicked" in t:
+        out.append(said("Got banned from the Muse forum", "preference", 0.95, global_safe=True))
     if "rash" in t:
         out.append(said("Has a rash and sees a doctor", "identity", 0.95, global_safe=True))
     return [dict(kw) for kw in out]
@@ -298,3 +302,15 @@ def test_only_the_owner_of_a_one_to_one_dm_has_a_context_there_that_reads_other_
                          f"dm:{DM_ANA}", BO, "Bo drinks green tea"))
     bo_there = context(store, f"dm:{DM_ANA}", BO)
     assert "green tea" in bo_there and "Miso" not in bo_there  # Ana reads this DM: not Bo's restricted channel
+
+
+def test_promotion_matches_whole_words_only(store, settings):
+    """"band" is not "ban": the favourite band follows Ana; the ban stays where it was said."""
+    ingest_messages(store, [msg(1, GENERAL, ANA, "Muse is my favourite band", D1),
+                            msg(2, GENERAL, ANA, "got kicked and banned from the Muse forum lol", D1, 13),
+                            msg(3, OTHER, ANA, "hello", D1, 14)], settings)
+    run(store, settings, D1)
+    assert {r["text"]: r["level"] for r in facts_of(store, ANA)} == {
+        "Favourite band is Muse": "global", "Got banned from the Muse forum": "guild_public"}
+    other = context(store, f"guild:{G2}", ANA)
+    assert "Favourite band is Muse" in other and "banned" not in other
