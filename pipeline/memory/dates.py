@@ -4,10 +4,11 @@
 day and its span. Forms: today / tonight / this morning (afternoon, evening) / tomorrow /
 yesterday / last night / the day after tomorrow / the day before yesterday; next week (+7) /
 last week (-7); this / next / last weekend (its Saturday); this / next / last / coming / on
-<weekday> (abbreviations only after one of those words); in N days / weeks, N days / weeks ago
-(N a number, a number word, "a", "a couple of", "a few" = 3); on (from, until, by) the Nth
-(this month, or the next when it has passed); <day> <month> and <month> <day>, with an optional
-year (month names full or three-letter, "Sept" too); ISO dates (2026-12-03, also with slashes).
+<weekday> (abbreviations only after one of those words; "every Friday", "on Fridays" are none);
+in N days / weeks, N days / weeks ago (N a number, a number word, "a", "a couple of", "a few" =
+3); on (from, until, by) the Nth (this month, or the next when it has passed); <day> <month> and
+<month> <day>, with an optional year (month names full or three-letter, "Sept" too); ISO dates
+(2026-12-03, also with slashes).
 
 Conventions, where chat is ambiguous:
 - "this <weekday>" is the first such day on or after today; "next <weekday>", "coming
@@ -56,8 +57,8 @@ _FORMS = (  # most specific first: at one position the first form that matches w
     ("in", rf"\bin {_COUNT.replace('n>', 'in_c>')} (?P<in_unit>days?|weeks?|fortnight)\b"),
     ("nth", rf"\b(?:on|from|until|till|by|since) the (?P<nth_d>\d{{1,2}})(?:st|nd|rd|th)\b{_MONTH_AHEAD}"),
     ("week", r"\b(?P<week_rel>next|last|this|coming) (?P<week_unit>week(?:end)?)\b"),
-    ("weekday", r"\b(?:(?P<wd_rel>next|this|last|coming|on)\s+)?"
-                r"(?P<wd_wd>(?:mon|tues|wednes|thurs|fri|satur|sun)days?)\b"),
+    ("weekday", r"\b(?<!every )(?<!each )(?:(?P<wd_rel>next|this|last|coming|on)\s+)?"  # "every Friday": no day
+                r"(?P<wd_wd>(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b"),
     ("abbr", r"\b(?P<ab_rel>next|this|last|coming|on)\s+(?P<ab_wd>mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)\b\.?"),
     ("relday", r"\b(?P<rd_w>the day after tomorrow|the day before yesterday|today|tonight|tomorrow|tmrw|tmr|"
                r"yesterday|last night|this (?:morning|afternoon|evening))\b"),

@@ -7,14 +7,13 @@ into clauses before a new "I" / "my"; a clause starting (after filler such as "l
 phrase) with I / I'm / I've / I'll / my is restated in the third person without the person
 (phrasing.third_person): the fact reuses the speaker's words, grounded in the line it cites.
 
-Specific patterns give confidence 0.9 (with a `key` when a newer value replaces an older one):
-home, hometown, job, pets, family, favourites, likes and technical preferences, languages,
-time zones, diet, age, birthday, skills being learned or played, and trips, moves, events and
-plans — dated ones get `event_day` (pipeline/memory/dates.py) and are a plan when the day is
-after the partition-day, else an event. Any other first-person statement with a proper noun, a
-number or an explicit date gives confidence 0.75; anything else gives nothing. `global_safe`
-only for technical preferences, favourite media/food/games, languages and time zones — never
-when the text touches health, money, relationships, moderation or feelings.
+Specific patterns (home, job, pets, family, favourites, preferences, languages, time zones, age,
+birthday, skills, trips, events, plans) give confidence 0.9 and a `key` when a newer value
+replaces an older one; dated ones get `event_day` (dates.py): a plan when after the day, else an
+event. Other first-person statements with a proper noun, a number or an explicit date give
+0.75; the rest nothing. `global_safe` only for technical preferences, favourite media / food /
+games, languages and time zones, never when the text touches health, money, relationships,
+moderation or feelings (phrasing.sensitive).
 """
 
 from __future__ import annotations
@@ -84,7 +83,13 @@ _STARTS = [(_r(p), c, k, g) for p, c, k, g in (
      False),
     (rf"^{_IM} {_ADV}(?:retired|unemployed|self-employed|between jobs|a stay[- ]at[- ]home \w+)\b", "skill/work",
      "job", False),
-    (rf"^{_IM} {_ADV}(?:a )?(?:vegetarian|vegan|pescatarian)\b", "preference", "diet", False),
+    (rf"^(?:{_IM}|{_IVE} {_ADV}been) {_ADV}(?:a )?(?:vegetarian|vegan|pescatarian)\b", "preference", "diet", False),
+    (rf"^{_IM} {_ADV}(?:more of )?an? (?P<x>\w+) person\b", "preference", None, False),
+    (rf"^i {_ADV}(?:collect|knit|crochet|paint|draw|bake|brew|surf|skate|climb|garden|sew|dance|swim|hike|cycle|"
+     r"sing|skateboard|snowboard|ski|fish) (?P<x>)", "preference", None, False),
+    (rf"^{_IM} {_ADV}(?-i:(?P<x>[A-Z][a-z]+(?:an|ese|ish|ch|i)))\b(?=\s*(?:$|[,.!;]|and\b|but\b|btw\b|lol\b))",
+     "identity", None, False),
+    (rf"^i {_ADV}use (?P<x>\w+/\w+(?:/\w+)?) pronouns\b", "identity", "pronouns", False),
     (rf"^{_IM} {_ADV}(?:allergic to (?P<x>)|lactose intolerant|celiac|diabetic)", "other", None, False),
     (rf"^(?:{_IM} {_ADV}(?:learning|studying|practi[cs]ing|teaching myself)|{_IVE} {_ADV}been (?:learning|"
      rf"studying|practi[cs]ing|coding in|programming in|working on|building)|i {_ADV}(?:study|teach)) (?P<x>)",
@@ -98,7 +103,8 @@ _STARTS = [(_r(p), c, k, g) for p, c, k, g in (
     (rf"^(?:i {_ADV}(?:love|like|prefer|enjoy|adore|hate|dislike|can't stand)|i {_ADV}(?:don't|do not) "
      rf"(?:like|enjoy)|{_IM} {_ADV}(?:an? (?:big |huge )?fan of|obsessed with|(?:really |super )?into)) (?P<x>)",
      "preference", None, True),
-    (rf"^i {_ADV}speak (?P<x>{LANGS}(?:(?:,|,? and| &) {LANGS})*)", "identity", "language", True),
+    (rf"^(?:i {_ADV}(?:can )?speak|{_IM} {_ADV}fluent in) (?P<x>{LANGS}(?:(?:,|,? and| &) {LANGS})*)", "identity",
+     "language", True),
     (rf"^{_IM} {_ADV}a native (?:{LANG} )speaker\b", "identity", "language", True),
     (rf"^{_IM} {_ADV}(?:in |on )?{TZ}(?: time)?(?=$|[\s,.;!])", "identity", "timezone", True),
     (rf"^{_IM} {_ADV}(?:1[3-9]|[2-9]\d)(?: ?(?:years? old|yo|y/o|yrs? old))?(?=\s*(?:$|[,.;!]|and\b|but\b|now\b|"
@@ -109,7 +115,8 @@ _STARTS = [(_r(p), c, k, g) for p, c, k, g in (
      "relationship", "relationship status", False),
     (rf"^{_IM} {_ADV}getting (?:married|engaged|divorced)\b", "episodic", None, False),
     (rf"^(?:i {_ADV}graduated|{_IM} {_ADV}graduating)(?: from (?P<x>))?", "episodic", None, False),
-    (rf"^{_IM} {_ADV}an? (?:new )?(?:dad|mom|mum|father|mother|parent|grandma|grandpa|grandparent)\b",
+    (rf"^(?:{_IM}|i {_ADV}became|{_IVE} {_ADV}become) {_ADV}an? (?:new )?(?:dad|mom|mum|father|mother|parent|"
+     r"grandma|grandpa|grandparent)\b",
      "relationship", None, False),
     (rf"^(?:{_IVE}(?: got)?|i {_ADV}have) (?:a|an|one|two|three|four|five|six|\d) (?:[\w-]+ )?(?:{REL}s?|children|"
      r"siblings?|grandkids?|grandchildren)\b", "relationship", None, False),
@@ -136,7 +143,8 @@ _PET_NAMED = _r(rf"\bmy (?:little |new |old |two |three |\w+ )?(?P<kind>{PET})(?
 _PET_HAVE = _r(rf"\b(?:a|an|two|three|\d) (?:new |little )?(?P<mod>[\w-]+ )?(?P<kind>{PET})(?P<pl>s)? (?:named|called) "
                r"(?P<name>[\w'-]+(?:(?:,| and| &) [\w'-]+)*)")
 _HAVE_START = _r(rf"(?:i {_ADV}(?:have|adopted|got|rescued|own|bought)|{_IVE}(?: got| adopted| rescued)?)\b")
-_REL_NAMED = _r(rf"\bmy (?:little |big |older |younger |baby |twin |)(?P<rel>{REL}),? (?:is called |named )?"
+_REL_NAMED = _r(rf"\bmy (?:little |big |older |younger |baby |twin |)(?P<rel>{REL})(?:'s name is|,)? "
+                r"(?:is called |named )?"
                 r"(?P<name>(?-i:[A-Z][a-z][\w'-]*))\b")
 _HEDGE = r"(?:(?:probably|definitely|honestly|easily|still|currently|hands down|by far|literally|always|now|also) )*"
 _FAVOURITE = r"(?P<fav>favou?rite|fave|fav) (?P<thing>[\w-]+(?: (?!ever\b|of\b)[\w-]+)?)(?: of all time| ever)?"
@@ -146,7 +154,10 @@ _FAV_REV = _r(rf"^(?P<x>[^,;]{{1,60}}?) (?:is|are|has to be|'s) {_HEDGE}my (?:al
 _NATIVE = _r(rf"\bmy (?:native|first|mother) (?:language|tongue) is (?P<x>{LANG})")
 _NAME_MY = _r(rf"\bmy (?:real |actual |first )?name is (?P<x>{_NAME}(?: {_NAME})?)")
 _TZ_MY = _r(rf"\bmy (?:time ?zone|tz) is (?P<x>{TZ})")
-_SAID_AS = ((_NATIVE, "", "language"), (_TZ_MY, "Is in ", "timezone"), (_NAME_MY, "Name is ", "name"))
+_GLOBAL_KEYS = ("language", "timezone")
+_PRONOUNS = _r(r"\bmy pronouns are (?P<x>\w+/\w+(?:/\w+)?)")
+_SAID_AS = ((_NATIVE, "", "language"), (_TZ_MY, "Is in ", "timezone"), (_NAME_MY, "Name is ", "name"),
+            (_PRONOUNS, "Pronouns are ", "pronouns"))
 _BIRTHDAY = _r(r"\b(?:my (?P<word>birthday|bday|b-day) (?:is|was)|it's my (?P<w2>birthday|bday|b-day))\b(?P<rest>.*)$")
 _EVENT_HAVE = _r(rf"^(?:{_IVE}(?: got)?|i {_ADV}(?:have|got)) (?P<x>(?:an?|my) (?:[\w-]+ ){{0,3}}{EVENT}s?|"
                  rf"(?:[\w-]+ )?{EVENT}s)\b")
@@ -163,7 +174,7 @@ _PAST, _FUTURE = frozenset(("ago", "last", "yesterday")), frozenset(("next", "to
 _ABSOLUTE_DATE = _r(r"(?!(?:today|tonight|tomorrow|tmr|yesterday|next|this|last|coming|on |in |\w+day))(?:\d|[a-z]{3})")
 _ING = re.compile(r"^(?:Is|Will be|Will) (?=\w+ing\b|off\b)")
 _ADDRESSED = frozenset(("you", "your", "u", "ur", "y'all", "we", "us", "our"))
-_MY_REL = _r(rf"my (?:[\w-]+ )?{REL}s?\b")
+_MY_REL = _r(rf"my (?:[\w-]+ )?(?:{REL}s?|parents|grandparents|children|family|in-laws)\b")
 _TECH_WORD, _EVENT_WORD, _ON_LEFT = re.compile(r"[\w+#]+"), _r(rf"\b{EVENT}s?\b"), _r(r"\s+on\s*$|\s+on(?=\s*[,.;!])")
 
 
@@ -207,11 +218,12 @@ def _anywhere(clause: str, when, today: dt.date, add) -> None:
     """Patterns found anywhere in a first-person clause: pets, family, favourites, time zone,
     birthday, dated events."""
     low = clause.lower()
+    for m in (*(_PET_NAMED.finditer(clause) if "my " in low else ()),
+              *(_PET_HAVE.finditer(clause) if _HAVE_START.match(clause) else ())):
+        kind, said = m.group("kind").lower(), ((m.groupdict().get("mod") or "") + m.group("kind")).lower()
+        add(f"Has {article(said) if not m.group('pl') else said + 's'} named {m.group('name')}", "other",
+            f"pet {kind} name")
     if "my " in low:
-        for m in _PET_NAMED.finditer(clause):
-            kind = m.group("kind").lower()
-            add(f"Has {article(kind) if not m.group('pl') else kind + 's'} named {m.group('name')}", "other",
-                f"pet {kind} name")
         for m in _REL_NAMED.finditer(clause):
             add(f"Has {article(m.group('rel').lower())} named {m.group('name')}", "relationship")
         m = _FAV.search(clause) or _FAV_REV.search(clause)
@@ -225,7 +237,7 @@ def _anywhere(clause: str, when, today: dt.date, add) -> None:
         for rx, said, key in _SAID_AS:
             m = rx.search(clause)
             if m:
-                add(said + m.group("x") if said else third_person(m.group(0)), "identity", key, key != "name")
+                add(said + m.group("x") if said else third_person(m.group(0)), "identity", key, key in _GLOBAL_KEYS)
         m = _BIRTHDAY.search(clause)
         if m:
             told, word = dates.find_date(m.group("rest"), today), (m.group("word") or m.group("w2")).capitalize()
@@ -239,11 +251,6 @@ def _anywhere(clause: str, when, today: dt.date, add) -> None:
         x = m.group("x")
         x = x if m.re is _EVENT_HAVE and not x.lower().startswith("my ") else article(x.split(" ", 1)[-1])
         add(f"Has {x}", "plan" if when.day > today else "event", day=when.day)
-    m = _PET_HAVE.search(clause) if _HAVE_START.match(clause) else None
-    if m:
-        kind, said = m.group("kind").lower(), (m.group("mod") or "") + m.group("kind")
-        add(f"Has {article(said) if not m.group('pl') else said + 's'} named {m.group('name')}", "other",
-            f"pet {kind} name")
 
 
 def _started(clause: str, when, today: dt.date, add) -> bool:
@@ -253,7 +260,8 @@ def _started(clause: str, when, today: dt.date, add) -> bool:
     if head is None:
         return False
     verb = head.group(1).lower()
-    if verb not in TRIGGERS and not verb[:1].isdigit() and not _TZ_WORD.match(verb):
+    if verb not in TRIGGERS and not verb[:1].isdigit() and not _TZ_WORD.match(verb) \
+            and not head.group(1)[0].isupper():
         return False
     stop = when.start if when else None
     for rx, category, key, safe in _STARTS:
@@ -262,9 +270,10 @@ def _started(clause: str, when, today: dt.date, add) -> bool:
             continue
         end, x = m.end(), ""
         if "x" in rx.groupindex and m.group("x") is not None:
-            end = object_end(clause, m.start("x"), stop) if m.end("x") == m.start("x") else m.end("x")
+            open_ended = m.end("x") == m.start("x")  # the object runs to the next boundary
+            end = object_end(clause, m.start("x"), stop) if open_ended else m.end()
             x = clause[m.start("x"):end]
-            if not x or BAD_OBJECT.match(x):
+            if not x or (open_ended and BAD_OBJECT.match(x)):
                 continue
         tech = any(w in TECH for w in _TECH_WORD.findall(x.lower())[:3])
         if safe == "tech" and not tech:
@@ -306,16 +315,15 @@ def _started(clause: str, when, today: dt.date, add) -> bool:
 def _generic(clause: str, when, today: dt.date, add) -> None:
     """Any other first-person statement with an anchor (proper noun, number, explicit date)."""
     if _OPINION.match(clause) or OTHER_PERSON.match(clause) or not _ADDRESSED.isdisjoint(_WORD.findall(
-            clause.lower())) or len(content_tokens(clause)) < 3:
-        return
-    if not _anchored(clause, when):
+            clause.lower())) or len(content_tokens(clause)) < 2 or not _anchored(clause, when):
         return
     text, day, category = clause, None, "relationship" if _MY_REL.match(clause) else "other"
     if when is not None:
         if when.end <= len(clause) and when.start < when.end:
             text = _ON_LEFT.sub("", clause[:when.start] + clause[when.end:]).strip()
         category, day = ("plan" if when.day > today else "event"), when.day
-    add(third_person(tidy(text)), category, None, False, GENERIC, day)
+    text = third_person(tidy(text))
+    add(capitalise(_ING.sub("", text)) if category == "plan" else text, category, None, False, GENERIC, day)
 
 
 @lru_cache(maxsize=16384)  # chat repeats itself ("I'm going to bed"); pure, so a cache is safe
@@ -339,23 +347,14 @@ def _facts_of_clause(clause: str, lead: str, today: dt.date) -> tuple[tuple, ...
     return tuple(out)
 
 
-def _stem(word: str) -> str:
-    for end in ("ing", "ies", "ied", "es", "ed", "s", "e"):
-        if word.endswith(end) and len(word) - len(end) >= 3:
-            return word[: -len(end)]
-    return word
-
-
-def grounded(fact: str, message: str | set[str]) -> float:
-    """Share of the fact's content words found (lightly stemmed) among the message's (or among
-    a set of stems made by `stems`)."""
-    wanted = stems(fact)
-    have = message if isinstance(message, set) else stems(straight(message))
-    return len(wanted & have) / len(wanted) if wanted else 0.0
-
-
-def stems(text: str) -> set[str]:
-    return {_stem(t) for t in content_tokens(text)}
+def _stems(text: str) -> set[str]:
+    """Content words (text.content_tokens), lightly stemmed: "moved", "moves", "moving" -> "mov"."""
+    out = set()
+    for word in content_tokens(text):
+        end = next((e for e in ("ing", "ies", "ied", "es", "ed", "s", "e") if word.endswith(e)
+                    and len(word) - len(e) >= 3), "")
+        out.add(word[:len(word) - len(end)])
+    return out
 
 
 def extract_facts(pd: PartitionDay) -> list[Candidate]:
@@ -378,9 +377,9 @@ def extract_facts(pd: PartitionDay) -> list[Candidate]:
                 continue  # reported speech: "she said I'm a nurse", "I told him I live in Rome"
             for clause, lead in clauses(sentence, _is_date):
                 for text, category, key, safe, confidence, day in _facts_of_clause(clause, lead, pd.day):
-                    have = have if have is not None else stems(straight(line.text))
-                    if grounded(text, have) < 0.5:
-                        continue  # a safety net: the phrasing keeps the speaker's words
+                    have, wanted = have if have is not None else _stems(straight(line.text)), _stems(text)
+                    if len(wanted & have) < 0.5 * len(wanted) or not wanted:
+                        continue  # grounding, a safety net: the phrasing keeps the speaker's words
                     norm = " ".join(text.lower().split()).rstrip(".!")
                     old = found.get((line.user_id, norm))
                     if old is None:

@@ -164,8 +164,8 @@ _STOP = re.compile(r"[,;:!?()\[\]]|\.(?!\w)|\s[-–—]\s|\s:[)d]\b|\s(?:and|but
                    r"week|weekend|morning|evening|year)|every (?:day|week|weekend|morning|night)|daily|"
                    r"tonight|today|tomorrow|yesterday|on (?:mon|tue|wed|thu|fri|sat|sun)[a-z]*)\b",
                    re.IGNORECASE)
-_TAIL = re.compile(r"(?:\s+(?:on|in|at|this|next|last|by|for|the|a|an|of|to|since|around|very|so|really))+$",
-                   re.IGNORECASE)
+_TAIL = re.compile(r"(?:\s+(?:on|in|at|this|next|last|by|for|the|a|an|of|to|since|around|very|so|really|until|"
+                   r"till|from|before|after|every))+$", re.IGNORECASE)
 _OWN = re.compile(r"(?:i|i'm|i've|i'll|my)\b", re.IGNORECASE)
 _LEAD = re.compile(r"^(?P<d>[\w ,-]{2,30}?)\s*,?\s*(?=(?:i|i'm|i've|i'll|my)\b)", re.IGNORECASE)
 
@@ -177,7 +177,7 @@ _IMPLIED_ING = frozenset("""heading flying going moving starting leaving travell
 studying working living playing""".split())
 
 
-IMPLIED = _IMPLIED_PAST | _IMPLIED_ING
+IMPLIED = _IMPLIED_PAST | _IMPLIED_ING | {"been"}
 
 
 def implied_subject(clause: str) -> str:
@@ -190,7 +190,7 @@ def implied_subject(clause: str) -> str:
         return "I " + clause[:1].lower() + clause[1:]
     if verb in _IMPLIED_ING and first != "just":
         return "I'm " + clause[:1].lower() + clause[1:]
-    return clause
+    return "I've " + clause if first == "been" else clause
 
 
 def clauses(sentence: str, is_date) -> list[tuple[str, str]]:
@@ -231,8 +231,10 @@ _LOOSE_PUNCT, _SPACES = re.compile(r"\s+([,.;:!?])"), re.compile(r"\s{2,}")
 
 def tidy(text: str) -> str:
     """Time words that go stale ("last year", "3 days ago", "tomorrow") and chat noise ("lol",
-    "btw") removed: a fact is kept for months, and its date, when known, goes with it."""
-    return _LOOSE_PUNCT.sub(r"\1", _SPACES.sub(" ", _RELATIVE_TIME.sub("", text))).strip()
+    "btw") removed, and a preposition they leave at the end: a fact is kept for months, and its
+    date, when known, goes with it."""
+    text = _LOOSE_PUNCT.sub(r"\1", _SPACES.sub(" ", _RELATIVE_TIME.sub("", text))).strip()
+    return _TAIL.sub("", text.rstrip(" ,;:!.")) or text
 
 
 def cut(text: str, limit: int = 200) -> str:
@@ -332,13 +334,14 @@ OTHER_PERSON = re.compile(r"my (?:[\w-]+ )?(?:friends?|boss|coworkers?|co-worker
                           r"flatmates?)\b", _I)
 # The verbs after "I" / "I'm" / "I've" / "I'll" (and adverbs) that extract's patterns start with.
 TRIGGERS = frozenset("""live living based located lived moved relocated moving relocating move relocate from
-originally grew was born work working worked started got landed accepted took starting start hired a an retired
-unemployed self-employed between vegetarian vegan pescatarian allergic lactose celiac diabetic learning studying
-practicing practising teaching study teach code program write develop use daily run play playing main been love like
-prefer enjoy adore hate dislike can't don't do obsessed into speak in on turned turning married engaged divorced
-single widowed getting graduated graduating have one two three four five six be fly go travel head drive visit
-flying going travelling traveling heading driving off visiting leaving taking coming returning spending leave went
-flew drove travelled traveled visited came returned attended saw spent""".split())
+originally grew was born work working worked started got landed accepted took starting start hired a an retired unemployed self-employed
+between vegetarian vegan pescatarian allergic lactose celiac diabetic learning studying practicing practising
+teaching study teach code program write develop use daily run play playing main been love like prefer enjoy
+adore hate dislike can't don't do obsessed into speak in on turned turning married engaged divorced more fluent
+can became become collect knit crochet paint draw bake brew surf skate climb garden sew dance swim hike cycle
+sing skateboard snowboard ski fish single widowed getting graduated graduating have one two three four five six
+be fly go travel head drive visit flying going travelling traveling heading driving off visiting leaving taking
+coming returning spending leave went flew drove travelled traveled visited came returned attended saw spent""".split())
 _WORD = re.compile(r"[a-z0-9'+#/]+")
 
 
