@@ -1,7 +1,8 @@
 """An in-process summarizer that answers at once: the pipeline's own cost with the model's
 taken away.
 
-It returns tiny strings, but not constant ones: each is a short digest of the operation's
+It returns tiny strings (and one proposed fact per speaker, so the stages' fact handling is
+measured too), but not constant ones: each is a short digest of the operation's
 input (`Ana d#1a2b3c4d`). A constant answer would make every merge's input hash equal across
 days and hide work the pipeline must do when a real model answers; a digest changes exactly
 when the input does, like a model's answer would.
@@ -12,7 +13,18 @@ from __future__ import annotations
 import datetime as dt
 import zlib
 
+from pipeline.memory.model import Candidate
 from pipeline.summarize.base import Outcome, PartitionDay, Usage
+
+
+def _proposals(pd: PartitionDay) -> list[Candidate]:
+    """One fact per speaker, as a model would propose some: the first words of their first
+    message (grounded, so the stages validate, de-duplicate and store it like a real one)."""
+    first: dict[int, int] = {}
+    for i, ln in enumerate(pd.lines):
+        first.setdefault(ln.user_id, i)
+    return [Candidate(user_id=u, text=" ".join(pd.lines[i].text.split()[:8]) or "Wrote", category="other",
+                      confidence=0.8, sources=(i,)) for u, i in first.items()]
 
 
 def _digest(*parts: object) -> str:
@@ -43,14 +55,14 @@ class InstantSummarizer:
             said.setdefault(ln.user_id, []).append(ln.message_id)
         out = {uid: f"{name} d#{_digest(partition_day.day, said.get(uid))}"
                for uid, name in partition_day.speakers.items()}
-        return Outcome(out, self._count("daily"))
+        return Outcome(out, self._count("daily"), facts=_proposals(partition_day))
 
     async def fold(self, new: PartitionDay, previous: dict[int, str]) -> Outcome[dict[int, str]]:
         said: dict[int, list] = {}
         for ln in new.lines:
             said.setdefault(ln.user_id, []).append(ln.message_id)
         out = {uid: f"{name} d#{_digest(previous.get(uid), said.get(uid))}" for uid, name in new.speakers.items()}
-        return Outcome(out, self._count("fold"))
+        return Outcome(out, self._count("fold"), facts=_proposals(new))
 
     async def historical(self, name: str, dailies: list[tuple[dt.date, str]]) -> Outcome[str]:
         return Outcome(f"{name} h#{_digest(dailies)}", self._count("historical"))
