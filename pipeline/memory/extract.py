@@ -26,11 +26,12 @@ from typing import TYPE_CHECKING
 
 from pipeline.memory import dates
 from pipeline.memory.model import Candidate
-from pipeline.memory.phrasing import (ADVERBS, BAD_OBJECT, CHATTER, EVENT, GOING_TO_VERB, IMPLIED, INSTRUMENT, JOB,
-                                     LANG, LANGS, NOT_THINGS, NUMBER_WORDS, OTHER_PERSON, PET, REL, SAFE_THINGS,
-                                     REPORTING, SKIP_WORDS, TECH, TIME_AMOUNT, TRIGGERS, TRIVIAL_PLACE, TZ, article,
-                                     capitalise, clauses, cut, implied_subject, is_past, object_end, possessive,
-                                     sensitive, straight, third_person, tidy)
+from pipeline.memory.phrasing import (ADV, ADVERBS, BAD_OBJECT, CHATTER, EPHEMERAL_NUMBER, EPHEMERAL_OBJECT, EVENT,
+                                      GOING_TO_VERB, ILL, IM, IMPLIED, INSTRUMENT, IVE, JOB, LANG, LANGS, NOT_THINGS,
+                                      NUMBER_WORDS, OPINION, OTHER_PERSON, PET, REL, REPORTING, SAFE_THINGS,
+                                      SKIP_WORDS, TECH, TIME_AMOUNT, TRIGGERS, TRIVIAL_PLACE, TZ, article, capitalise,
+                                      clauses, cut, implied_subject, is_past, object_end, possessive, sensitive,
+                                      straight, third_person, tidy)
 
 if TYPE_CHECKING:
     from pipeline.summarize.base import PartitionDay
@@ -42,9 +43,6 @@ def _r(pattern: str) -> re.Pattern:
     return re.compile(pattern, re.IGNORECASE)
 
 
-# Adverbs between "I" and its verb (phrasing.ADVERBS; "never" would turn a fact around).
-_ADV = r"(?:(?:" + "|".join(sorted(ADVERBS - {"never"})) + r"|so)\s+)*"
-_IM, _IVE, _ILL = r"i(?:'m|\s+am)", r"i(?:'ve|\s+have)", r"i(?:'ll|\s+will)"
 _TZ_WORD = _r(TZ + "$")
 
 # Per line / sentence gates.
@@ -60,89 +58,90 @@ _OWN_START = _r(r"(?:i|i'm|i've|i'll|my)\b")
 # category "episodic": plan or event by its date (no date: event when past tense, else plan).
 # global_safe "tech": only a technical object matches; True on a preference: safe when technical.
 _STARTS = [(_r(p), c, k, g) for p, c, k, g in (
-    (rf"^(?:i {_ADV}live|{_IM} {_ADV}(?:living|based|located)|{_IVE} {_ADV}(?:been living|lived)) "
+    (rf"^(?:i {ADV}live|{IM} {ADV}(?:living|based|located)|{IVE} {ADV}(?:been living|lived)) "
      r"(?:in|near|outside(?: of)?|close to|just outside(?: of)?) (?P<x>)", "identity", "home city", False),
-    (rf"^(?:i|{_IVE}) {_ADV}(?:moved|relocated)(?: back| over| out)? to (?P<x>)", "identity", "home city", False),
-    (rf"^(?:{_IM} {_ADV}(?:moving|relocating)|{_ILL} {_ADV}(?:be )?(?:moving|move|relocate)|{_IM} going to move) "
+    (rf"^(?:i|{IVE}) {ADV}(?:moved|relocated)(?: back| over| out)? to (?P<x>)", "identity", "home city", False),
+    (rf"^(?:{IM} {ADV}(?:moving|relocating)|{ILL} {ADV}(?:be )?(?:moving|move|relocate)|{IM} going to move) "
      r"(?:back )?to (?P<x>)", "episodic", None, False),
-    (rf"^(?:{_IM} {_ADV}(?:originally )?from|i {_ADV}grew up in|i was born(?: and raised)? in (?!\d)) ?(?P<x>)",
+    (rf"^(?:{IM} {ADV}(?:originally )?from|i {ADV}grew up in|i was born(?: and raised)? in (?!\d)) ?(?P<x>)",
      "identity", "hometown", False),
     (rf"^i was born in (?:19|20)\d\d\b", "identity", "birth year", False),
-    (rf"^(?:i {_ADV}work|{_IM} {_ADV}working|{_IVE} {_ADV}(?:been working|worked))(?: remotely| from home)?"
+    (rf"^(?:i {ADV}work|{IM} {ADV}working|{IVE} {ADV}(?:been working|worked))(?: remotely| from home)?"
      r"(?: as an? [\w -]+?)? (?:at|for) (?P<x>)", "skill/work", "job", False),
-    (rf"^(?:i {_ADV}work|{_IM} {_ADV}working) as (?P<x>)", "skill/work", "job", False),
-    (rf"^(?:i {_ADV}work|{_IM} {_ADV}working) in (?P<x>)", "skill/work", None, False),
-    (rf"^(?:i {_ADV}(?:started|got|landed|accepted|took)|{_IVE} {_ADV}(?:got|started|landed|accepted))"
+    (rf"^(?:i {ADV}work|{IM} {ADV}working) as (?P<x>)", "skill/work", "job", False),
+    (rf"^(?:i {ADV}work|{IM} {ADV}working) in (?P<x>)", "skill/work", None, False),
+    (rf"^(?:i {ADV}(?:started|got|landed|accepted|took)|{IVE} {ADV}(?:got|started|landed|accepted))"
      r"(?: a| my| the)?(?: new| full-time| part-time)?(?: job| position| role| internship| gig| contract)"
      r"(?: as an? [\w -]+?)? (?:at|with|for) (?P<x>)", "skill/work", "job", False),
-    (rf"^(?:{_IM} {_ADV}starting|{_ILL} {_ADV}(?:be )?start(?:ing)?|i {_ADV}start)(?: a| my)?(?: new)?"
+    (rf"^(?:{IM} {ADV}starting|{ILL} {ADV}(?:be )?start(?:ing)?|i {ADV}start)(?: a| my)?(?: new)?"
      r"(?: job| position| role| internship)?(?: as an? [\w -]+?)? (?:at|with) (?P<x>)", "episodic", None, False),
-    (rf"^i {_ADV}got hired (?:at|by) (?P<x>)", "skill/work", "job", False),
-    (rf"^i {_ADV}got promoted(?: to (?P<x>))?", "skill/work", None, False),
-    (rf"^{_IM} {_ADV}an? (?:[\w-]+ ){{0,3}}{JOB}s?\b(?: (?:at|for|in) (?P<x>)(?=\w))?", "skill/work", "job",
+    (rf"^i {ADV}got hired (?:at|by) (?P<x>)", "skill/work", "job", False),
+    (rf"^i {ADV}got promoted(?: to (?P<x>))?", "skill/work", None, False),
+    (rf"^{IM} {ADV}an? (?:[\w-]+ ){{0,3}}{JOB}s?\b(?: (?:at|for|in) (?P<x>)(?=\w))?", "skill/work", "job",
      False),
-    (rf"^{_IM} {_ADV}(?:retired|unemployed|self-employed|between jobs|a stay[- ]at[- ]home \w+)\b", "skill/work",
+    (rf"^{IM} {ADV}(?:retired|unemployed|self-employed|between jobs|a stay[- ]at[- ]home \w+)\b", "skill/work",
      "job", False),
-    (rf"^(?:{_IM}|{_IVE} {_ADV}been) {_ADV}(?:a )?(?:vegetarian|vegan|pescatarian)\b", "preference", "diet", False),
-    (rf"^{_IM} {_ADV}(?:more of )?an? (?P<x>\w+) person\b", "preference", None, False),
-    (rf"^i {_ADV}(?:collect|knit|crochet|paint|draw|bake|brew|surf|skate|climb|garden|sew|dance|swim|hike|cycle|"
+    (rf"^(?:{IM}|{IVE} {ADV}been) {ADV}(?:a )?(?:vegetarian|vegan|pescatarian)\b", "preference", "diet", False),
+    (rf"^{IM} {ADV}(?:more of )?an? (?P<x>\w+) person\b", "preference", None, False),
+    (rf"^i {ADV}(?:collect|knit|crochet|paint|draw|bake|brew|surf|skate|climb|garden|sew|dance|swim|hike|cycle|"
      r"sing|skateboard|snowboard|ski|fish) (?P<x>)", "preference", None, False),
-    (rf"^{_IM} {_ADV}(?-i:(?P<x>[A-Z][a-z]+(?:an|ese|ish|ch|i)))\b(?=\s*(?:$|[,.!;]|and\b|but\b|btw\b|lol\b))",
+    (rf"^{IM} {ADV}(?-i:(?P<x>[A-Z][a-z]+(?:an|ese|ish|ch|i)))\b(?=\s*(?:$|[,.!;]|and\b|but\b|btw\b|lol\b))",
      "identity", None, False),
-    (rf"^i {_ADV}use (?P<x>\w+/\w+(?:/\w+)?) pronouns\b", "identity", "pronouns", False),
-    (rf"^{_IM} {_ADV}(?:allergic to (?P<x>)|lactose intolerant|celiac|diabetic)", "other", None, False),
-    (rf"^(?:{_IM} {_ADV}(?:learning|studying|practi[cs]ing|teaching myself)|{_IVE} {_ADV}been (?:learning|"
-     rf"studying|practi[cs]ing|coding in|programming in|working on|building)|i {_ADV}(?:study|teach)) (?P<x>)",
+    (rf"^i {ADV}use (?P<x>\w+/\w+(?:/\w+)?) pronouns\b", "identity", "pronouns", False),
+    (rf"^{IM} {ADV}(?:allergic to (?P<x>)|lactose intolerant|celiac|diabetic)", "other", None, False),
+    (rf"^(?:{IM} {ADV}(?:learning|studying|practi[cs]ing|teaching myself|doing an? (?:phd|masters?|master's|"
+     rf"degree|bachelor'?s|apprenticeship|residency|course))|{IVE} {ADV}been (?:learning|"
+     rf"studying|practi[cs]ing|coding in|programming in|working on|building)|i {ADV}(?:study|teach)) (?P<x>)",
      "skill/work", None, False),
-    (rf"^i {_ADV}(?:code|program|write code|develop|write) (?:mostly |mainly )?in (?P<x>)", "preference", None, "tech"),
-    (rf"^i {_ADV}(?:use|daily drive|run) (?P<x>)", "preference", None, "tech"),
-    (rf"^(?:i {_ADV}play|{_IVE} {_ADV}been playing|{_IM} {_ADV}playing) (?:the )?{INSTRUMENT}\b", "skill/work",
+    (rf"^i {ADV}(?:code|program|write code|develop|write) (?:mostly |mainly )?in (?P<x>)", "preference", None, "tech"),
+    (rf"^i {ADV}(?:use|daily drive|run) (?P<x>)", "preference", None, "tech"),
+    (rf"^(?:i {ADV}play|{IVE} {ADV}been playing|{IM} {ADV}playing) (?:the )?{INSTRUMENT}\b", "skill/work",
      None, False),
-    (rf"^(?:i {_ADV}(?:play|main)|{_IVE} {_ADV}been (?:playing|watching|reading|listening to)) (?P<x>)",
+    (rf"^(?:i {ADV}(?:play|main)|{IVE} {ADV}been (?:playing|watching|reading|listening to)) (?P<x>)",
      "preference", None, False),
-    (rf"^(?:i {_ADV}(?:love|like|prefer|enjoy|adore|hate|dislike|can't stand)|i {_ADV}(?:don't|do not) "
-     rf"(?:like|enjoy)|{_IM} {_ADV}(?:an? (?:big |huge )?fan of|obsessed with|(?:really |super )?into)) (?P<x>)",
+    (rf"^(?:i {ADV}(?:love|like|prefer|enjoy|adore|hate|dislike|can't stand)|i {ADV}(?:don't|do not) "
+     rf"(?:like|enjoy)|{IM} {ADV}(?:an? (?:big |huge )?fan of|obsessed with|(?:really |super )?into)) (?P<x>)",
      "preference", None, True),
-    (rf"^(?:i {_ADV}(?:can )?speak|{_IM} {_ADV}fluent in) (?P<x>{LANGS}(?:(?:,|,? and| &) {LANGS})*)", "identity",
+    (rf"^(?:i {ADV}(?:can )?speak|{IM} {ADV}fluent in) (?P<x>{LANGS}(?:(?:,|,? and| &) {LANGS})*)", "identity",
      "language", True),
-    (rf"^{_IM} {_ADV}a native (?:{LANG} )speaker\b", "identity", "language", True),
-    (rf"^{_IM} {_ADV}(?:in |on )?{TZ}(?: time)?(?=$|[\s,.;!])", "identity", "timezone", True),
-    (rf"^{_IM} {_ADV}(?:1[3-9]|[2-9]\d)(?: ?(?:years? old|yo|y/o|yrs? old))?(?=\s*(?:$|[,.;!]|and\b|but\b|now\b|"
+    (rf"^{IM} {ADV}a native (?:{LANG} )speaker\b", "identity", "language", True),
+    (rf"^{IM} {ADV}(?:in |on )?{TZ}(?: time)?(?=$|[\s,.;!])", "identity", "timezone", True),
+    (rf"^{IM} {ADV}(?:1[3-9]|[2-9]\d)(?: ?(?:years? old|yo|y/o|yrs? old))?(?=\s*(?:$|[,.;!]|and\b|but\b|now\b|"
      r"btw\b|lol\b))", "identity", "age", False),
-    (rf"^i {_ADV}turned (?:1[3-9]|[2-9]\d)\b", "identity", "age", False),
-    (rf"^{_IM} {_ADV}turning (?:1[3-9]|[2-9]\d)\b", "episodic", None, False),
-    (rf"^(?:{_IM} {_ADV}(?:married|engaged|divorced|single|widowed)|i {_ADV}got (?:married|engaged|divorced))\b",
+    (rf"^i {ADV}turned (?:1[3-9]|[2-9]\d)\b", "identity", "age", False),
+    (rf"^{IM} {ADV}turning (?:1[3-9]|[2-9]\d)\b", "episodic", None, False),
+    (rf"^(?:{IM} {ADV}(?:married|engaged|divorced|single|widowed)|i {ADV}got (?:married|engaged|divorced))\b",
      "relationship", "relationship status", False),
-    (rf"^{_IM} {_ADV}getting (?:married|engaged|divorced)\b", "episodic", None, False),
-    (rf"^(?:i {_ADV}graduated|{_IM} {_ADV}graduating)(?: from (?P<x>))?", "episodic", None, False),
-    (rf"^(?:{_IM}|i {_ADV}became|{_IVE} {_ADV}become) {_ADV}an? (?:new )?(?:dad|mom|mum|father|mother|parent|"
+    (rf"^{IM} {ADV}getting (?:married|engaged|divorced)\b", "episodic", None, False),
+    (rf"^(?:i {ADV}graduated|{IM} {ADV}graduating)(?: from (?P<x>))?", "episodic", None, False),
+    (rf"^(?:{IM}|i {ADV}became|{IVE} {ADV}become) {ADV}an? (?:new )?(?:dad|mom|mum|father|mother|parent|"
      r"grandma|grandpa|grandparent)\b",
      "relationship", None, False),
-    (rf"^(?:{_IVE}(?: got)?|i {_ADV}have) (?:a|an|one|two|three|four|five|six|\d) (?:[\w-]+ )?(?:{REL}s?|children|"
+    (rf"^(?:{IVE}(?: got)?|i {ADV}have) (?:a|an|one|two|three|four|five|six|\d) (?:[\w-]+ )?(?:{REL}s?|children|"
      r"siblings?|grandkids?|grandchildren)\b", "relationship", None, False),
-    (rf"^(?:{_IVE}(?: got)?|i {_ADV}have) (?:a|an|one|two|three|four|five|six|\d) (?:[\w-]+ )?{PET}s?\b", "other",
+    (rf"^(?:{IVE}(?: got)?|i {ADV}have) (?:a|an|one|two|three|four|five|six|\d) (?:[\w-]+ )?{PET}s?\b", "other",
      None, False),
 )]
 _TRAVEL = [(_r(p), past) for p, past in (
-    (rf"^(?:{_IM} {_ADV}(?:flying|going|travell?ing|heading|driving|off|visiting|leaving for|taking a trip to|"
-     rf"going back|coming|returning|spending \w+ \w+ in)|{_ILL} {_ADV}(?:be )?(?:fly|go|travel|head|drive|visit|in|at|"
-     rf"flying|going|travell?ing|heading|visiting)|i {_ADV}(?:fly|leave|head)(?: out)?)\s+(?:(?:back |home |over )?"
+    (rf"^(?:{IM} {ADV}(?:flying|going|travell?ing|heading|driving|off|visiting|leaving for|taking a trip to|"
+     rf"going back|coming|returning|spending \w+ \w+ in)|{ILL} {ADV}(?:be )?(?:fly|go|travel|head|drive|visit|in|at|"
+     rf"flying|going|travell?ing|heading|visiting)|i {ADV}(?:fly|leave|head)(?: out)?)\s+(?:(?:back |home |over )?"
      r"(?:to|for|in|at|out to|over to)\s+)?", False),
-    (rf"^(?:i {_ADV}(?:went|flew|drove|travell?ed|visited|got back|came back|returned|attended|saw|spent "
-     rf"(?:a|the|two|three|\d+) (?:days?|weeks?|weekend|nights?) in)|{_IVE} {_ADV}visited)\s+"
+    (rf"^(?:i {ADV}(?:went|flew|drove|travell?ed|visited|got back|came back|returned|attended|saw|spent "
+     rf"(?:a|the|two|three|\d+) (?:days?|weeks?|weekend|nights?) in)|{IVE} {ADV}visited)\s+"
      r"(?:(?:back )?(?:to|in|at|from|for)\s+)?", True),
-    (rf"^(?:i {_ADV}was|{_IVE} {_ADV}(?:just )?been)\s+(?:to|in|at)\s+", True),
+    (rf"^(?:i {ADV}was|{IVE} {ADV}(?:just )?been)\s+(?:to|in|at)\s+", True),
 )]
 # The word after "I" / "I'm" / "I've" / "I'll" (and adverbs): a clause whose verb is none of
 # phrasing.TRIGGERS (that some pattern above starts with) skips them all; most are chatter.
-_HEAD = _r(rf"i(?:'m|'ve|'ll|\s+am|\s+have|\s+will)?\s+{_ADV}(?:not\s+)?([\w'+-]+)")
+_HEAD = _r(rf"i(?:'m|'ve|'ll|\s+am|\s+have|\s+will)?\s+{ADV}(?:not\s+)?([\w'+-]+)")
 
 _NAME = r"(?-i:[A-Z][\w'-]*)"
 _PET_NAMED = _r(rf"\bmy (?:little |new |old |two |three |\w+ )?(?P<kind>{PET})(?P<pl>s)?(?:'s name is| (?:is|are) "
                 rf"(?:called|named)| (?:called|named)|,)? (?P<name>{_NAME}(?:(?:,| and| &) {_NAME})*)")
 _PET_HAVE = _r(rf"\b(?:a|an|two|three|\d) (?:new |little )?(?P<mod>[\w-]+ )?(?P<kind>{PET})(?P<pl>s)? (?:named|called) "
                r"(?P<name>[\w'-]+(?:(?:,| and| &) [\w'-]+)*)")
-_HAVE_START = _r(rf"(?:i {_ADV}(?:have|adopted|got|rescued|own|bought)|{_IVE}(?: got| adopted| rescued)?)\b")
+_HAVE_START = _r(rf"(?:i {ADV}(?:have|adopted|got|rescued|own|bought)|{IVE}(?: got| adopted| rescued)?)\b")
 _REL_NAMED = _r(rf"\bmy (?:little |big |older |younger |baby |twin |)(?P<rel>{REL})(?:'s name is|,)? "
                 r"(?:is called |named )?"
                 r"(?P<name>(?-i:[A-Z][a-z][\w'-]*))\b")
@@ -154,26 +153,21 @@ _FAV_REV = _r(rf"^(?P<x>[^,;]{{1,60}}?) (?:is|are|has to be|'s) {_HEDGE}my (?:al
 _NATIVE = _r(rf"\bmy (?:native|first|mother) (?:language|tongue) is (?P<x>{LANG})")
 _NAME_MY = _r(rf"\bmy (?:real |actual |first )?name is (?P<x>{_NAME}(?: {_NAME})?)")
 _TZ_MY = _r(rf"\bmy (?:time ?zone|tz) is (?P<x>{TZ})")
-_GLOBAL_KEYS = ("language", "timezone")
-_PRONOUNS = _r(r"\bmy pronouns are (?P<x>\w+/\w+(?:/\w+)?)")
+_GLOBAL_KEYS, _PRONOUNS = ("language", "timezone"), _r(r"\bmy pronouns are (?P<x>\w+/\w+(?:/\w+)?)")
 _SAID_AS = ((_NATIVE, "", "language"), (_TZ_MY, "Is in ", "timezone"), (_NAME_MY, "Name is ", "name"),
             (_PRONOUNS, "Pronouns are ", "pronouns"))
 _BIRTHDAY = _r(r"\b(?:my (?P<word>birthday|bday|b-day) (?:is|was)|it's my (?P<w2>birthday|bday|b-day))\b(?P<rest>.*)$")
-_EVENT_HAVE = _r(rf"^(?:{_IVE}(?: got)?|i {_ADV}(?:have|got)) (?P<x>(?:an?|my) (?:[\w-]+ ){{0,3}}{EVENT}s?|"
+_EVENT_HAVE = _r(rf"^(?:{IVE}(?: got)?|i {ADV}(?:have|got)) (?P<x>(?:an?|my) (?:[\w-]+ ){{0,3}}{EVENT}s?|"
                  rf"(?:[\w-]+ )?{EVENT}s)\b")
 _EVENT_MY = _r(rf"\bmy (?P<x>(?:[\w-]+ ){{0,2}}{EVENT}s?) (?:is|was) ")
-_OPINION = _r(rf"^(?:i|{_IM}|{_IVE}) {_ADV}(?:think|guess|mean|feel|felt|believe|bet|agree|disagree|doubt|suppose|hope|"
-              r"wonder|swear|know|knew|remember|forgot|heard|assume|assumed|sure|not sure|sorry|glad|afraid|tired|"
-              r"bored|done|so|very|too|about to|gonna|going to go|need|needed|want|wanted|can|can't|cannot|will|"
-              r"won't|don't|didn't|do|did|got to|have to|had to|must|kinda|lost|confused|lucky|never|no longer|"
-              r"honestly|seen|noticed|realized|realised|checked|tried|try|trying|asked|ask|said|told|had no|"
-              r"thinking|considering|wondering|debating)\b")
 _PROPER = re.compile(r"(?<=\s)[A-Z][\w'&.+-]*")
 _NEAR = _r(r"today|tonight|now|tomorrow|tmrw?|yesterday|the day")
 _PAST, _FUTURE = frozenset(("ago", "last", "yesterday")), frozenset(("next", "tomorrow", "tmrw", "coming", "in"))
 _ABSOLUTE_DATE = _r(r"(?!(?:today|tonight|tomorrow|tmr|yesterday|next|this|last|coming|on |in |\w+day))(?:\d|[a-z]{3})")
 _ING = re.compile(r"^(?:Is|Will be|Will) (?=\w+ing\b|off\b)")
-_ADDRESSED = frozenset(("you", "your", "u", "ur", "y'all", "we", "us", "our"))
+_NOT_DURABLE = frozenset("you your u ur y'all we us our it this that these those rn atm".split())
+_MOMENT = _r(rf"(?:{IM}|{ILL} be) {ADV}(?:at|on|in|back|level|lvl|done|here|there|online|offline|afk|out|late)\b")
+_PRESENT = _r(rf"{IM} {ADV}\w+ing\b")
 _MY_REL = _r(rf"my (?:[\w-]+ )?(?:{REL}s?|parents|grandparents|children|family|in-laws)\b")
 _TECH_WORD, _EVENT_WORD, _ON_LEFT = re.compile(r"[\w+#]+"), _r(rf"\b{EVENT}s?\b"), _r(r"\s+on\s*$|\s+on(?=\s*[,.;!])")
 
@@ -200,10 +194,12 @@ def _tense(clause: str) -> bool | None:
 def _anchored(clause: str, when: dates.DateMatch | None) -> bool:
     """A proper noun (a capitalised word not at the start), a number, or a date other than
     today / tomorrow / yesterday ("I'm off to the gym tomorrow" is chatter)."""
-    if when is not None and not _NEAR.match(when.text):
-        return True
-    if _DIGIT.search(TIME_AMOUNT.sub("", clause)) or not NUMBER_WORDS.isdisjoint(_WORD.findall(clause.lower())):
-        return True
+    return (when is not None and not _NEAR.match(when.text)) or not NUMBER_WORDS.isdisjoint(_WORD.findall(
+        clause.lower())) or bool(_DIGIT.search(TIME_AMOUNT.sub("", clause)) and not EPHEMERAL_NUMBER.search(clause)) \
+        or _proper(clause)
+
+
+def _proper(clause: str) -> bool:
     return any(w.lower().rstrip(".'") not in CHATTER and w != "I" and not w.startswith("I'")
                for w in _PROPER.findall(clause))
 
@@ -273,8 +269,9 @@ def _started(clause: str, when, today: dt.date, add) -> bool:
             open_ended = m.end("x") == m.start("x")  # the object runs to the next boundary
             end = object_end(clause, m.start("x"), stop) if open_ended else m.end()
             x = clause[m.start("x"):end]
-            if not x or (open_ended and BAD_OBJECT.match(x)):
-                continue
+            if not x or (open_ended and BAD_OBJECT.match(x)) or (
+                    category == "preference" and EPHEMERAL_OBJECT.search(x)):
+                return True  # "I love this", "I like Sam's idea": decided, and no fact
         tech = any(w in TECH for w in _TECH_WORD.findall(x.lower())[:3])
         if safe == "tech" and not tech:
             continue  # "I use a standing desk": no preference this pattern knows
@@ -313,9 +310,14 @@ def _started(clause: str, when, today: dt.date, add) -> bool:
 
 
 def _generic(clause: str, when, today: dt.date, add) -> None:
-    """Any other first-person statement with an anchor (proper noun, number, explicit date)."""
-    if _OPINION.match(clause) or OTHER_PERSON.match(clause) or not _ADDRESSED.isdisjoint(_WORD.findall(
-            clause.lower())) or len(content_tokens(clause)) < 2 or not _anchored(clause, when):
+    """Any other first-person statement with an anchor (proper noun, number, explicit date) that
+    is not about the moment: not "I'm watching …" (unless dated later), "I'm on page 200", "I got
+    2 kills", nor about "it" / "this" or the people addressed."""
+    words = _WORD.findall(tidy(clause).lower())  # "this" of "this week" is no "this"
+    if OPINION.match(clause) or OTHER_PERSON.match(clause) or not _NOT_DURABLE.isdisjoint(words) \
+            or len(content_tokens(clause)) < 2 or not _anchored(clause, when) or EPHEMERAL_OBJECT.search(clause) \
+            or (_MOMENT.match(clause) and not _proper(clause)) \
+            or (_PRESENT.match(clause) and not (when and when.day > today)):
         return
     text, day, category = clause, None, "relationship" if _MY_REL.match(clause) else "other"
     if when is not None:

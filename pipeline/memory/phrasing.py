@@ -279,9 +279,10 @@ EVENT = words_re("concert conference festival wedding trip vacation holiday holi
                  "date")
 INSTRUMENT = words_re("guitar piano violin drums bass cello ukulele flute saxophone sax trumpet clarinet harp "
                       "keyboard banjo")
-LANG = (r"(?:[A-Z][a-z]+|english|spanish|french|german|portuguese|italian|japanese|chinese|mandarin|cantonese|korean|"
-        r"russian|arabic|hindi|dutch|polish|swedish|turkish|greek|hebrew|ukrainian|czech|finnish|norwegian|danish|"
-        r"vietnamese|thai|indonesian|tagalog|bengali|urdu|persian|farsi|romanian|hungarian|catalan|welsh|irish)")
+LANG = (r"(?:(?-i:[A-Z][a-z]+)|english|spanish|french|german|portuguese|italian|japanese|chinese|mandarin|"
+        r"cantonese|korean|russian|arabic|hindi|dutch|polish|swedish|turkish|greek|hebrew|ukrainian|czech|finnish|"
+        r"norwegian|danish|vietnamese|thai|indonesian|tagalog|bengali|urdu|persian|farsi|romanian|hungarian|"
+        r"catalan|welsh|irish)")
 LANGS = rf"(?:(?:fluent|native|some|basic|conversational|a little(?: bit of)?|a bit of) )?{LANG}"
 TZ = (r"(?:(?:utc|gmt)\s?[+\-−]\s?\d{1,2}(?::?\d\d)?|utc|gmt|cet|cest|eet|eest|wet|west|bst|ist|jst|kst|aest|"
       r"aedt|acst|awst|nzst|nzdt|est|edt|cst|cdt|mst|mdt|pst|pdt|akst|hst|sgt|hkt|msk|brt|art|[a-z]+/[a-z_]+)")
@@ -307,14 +308,33 @@ REPORTING = frozenset("said says told tells claim claims claimed asked asks thin
 NUMBER_WORDS = frozenset("two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty "
                           "hundred thousand million".split())
 _I = re.IGNORECASE
+# "I" / "I'm" / "I've" / "I'll" and the adverbs between "I" and its verb ("never" would turn a fact around).
+ADV = r"(?:(?:" + "|".join(sorted(ADVERBS - {"never"})) + r"|so)\s+)*"
+IM, IVE, ILL = r"i(?:'m|\s+am)", r"i(?:'ve|\s+have)", r"i(?:'ll|\s+will)"
+# Opinions, feelings and chatter: "I think …", "I'm so tired", "I need …".
+OPINION = re.compile(rf"^(?:i|{IM}|{IVE}) {ADV}(?:think|guess|mean|feel|felt|believe|bet|agree|disagree|doubt|"
+                     r"suppose|hope|wonder|swear|know|knew|remember|forgot|heard|assume|assumed|sure|not sure|sorry|"
+                     r"glad|afraid|tired|bored|done|so|very|too|about to|gonna|going to go|need|needed|want|wanted|"
+                     r"can|can't|cannot|will|won't|don't|didn't|do|did|got to|have to|had to|must|kinda|lost|"
+                     r"confused|lucky|never|no longer|honestly|seen|noticed|realized|realised|checked|tried|try|"
+                     r"trying|asked|ask|said|told|had no|thinking|considering|wondering|debating|missed|miss)\b", _I)
 NOT_THINGS = frozenset("thing things part way time moment day person one kind type bit".split())
 # Objects that make no fact: "I love this", "I'm into it", "I live in fear".
 BAD_OBJECT = re.compile(r"^(?:it|this|that|these|those|there|here|them|him|her|you|your|u|ur|ya|y'all|how|when|what|"
                         r"why|who|which|some|someone|something|anything|everything|nothing|bed|sleep|the way|the idea|"
                         r"the fact|being|seeing|hearing|fear|hope|denial|shambles|agony|to (?:see|hear|know|say|be|"
-                        r"have|think)|the same|mine|one|trouble|a bit|a lot|a little|much|more|all|both|each|stuff|"
-                        r"things|lots|having|doing|getting|going|waking|people|everyone|myself|so|too|very|well|not|"
-                        r"no)\b", _I)
+                        r"have|think)|the same|mine|one(?!\s+(?-i:[A-Z]))|trouble|a bit|a lot|a little|much|more|"
+                        r"all|both|each|stuff|things|lots|having|doing|getting|going|waking|people|everyone|myself|"
+                        r"so|too|very|well|not|"
+                        r"no|with|around|along|the (?:future|past|other|team|server|channel|group|chat|internet|top|"
+                        r"bottom|start|beginning|end))\b", _I)
+# What a like is about that passes: "I like Sam's idea", "I prefer the first option".
+EPHEMERAL_OBJECT = re.compile(r"\b(?:idea|point|take|message|post|comment|suggestion|answer|question|clip|meme|pic|"
+                              r"photo|screenshot|update|patch|option|version|choice|trailer|episode|news|vibe|energy|"
+                              r"reply|video|joke|thread|outfit|look|ui)s?\b|\bthe new\b", _I)
+# Numbers of the moment: "2 kills", "5% battery", "page 200", "level 80", "PR 451".
+EPHEMERAL_NUMBER = re.compile(r"\b(?:kills?|battery|ping|fps|page|level|lvl|option|version|v|pr|round|hp|mbps|gb|"
+                              r"tabs?|bugs?|messages?|notifications?|points?)\b", _I)
 # Where one goes every day: "I'm off to the gym tomorrow" is chatter.
 TRIVIAL_PLACE = re.compile(r"^(?:the |a |my |their )?(?:bed|sleep|gym|work|school|class|store|shop|office|bathroom|"
                            r"toilet|kitchen|doctor|dentist|town|home|lunch|dinner|breakfast|shower|walk|nap|run|movies|"
@@ -334,14 +354,15 @@ OTHER_PERSON = re.compile(r"my (?:[\w-]+ )?(?:friends?|boss|coworkers?|co-worker
                           r"flatmates?)\b", _I)
 # The verbs after "I" / "I'm" / "I've" / "I'll" (and adverbs) that extract's patterns start with.
 TRIGGERS = frozenset("""live living based located lived moved relocated moving relocating move relocate from
-originally grew was born work working worked started got landed accepted took starting start hired a an retired unemployed self-employed
-between vegetarian vegan pescatarian allergic lactose celiac diabetic learning studying practicing practising
-teaching study teach code program write develop use daily run play playing main been love like prefer enjoy
-adore hate dislike can't don't do obsessed into speak in on turned turning married engaged divorced more fluent
-can became become collect knit crochet paint draw bake brew surf skate climb garden sew dance swim hike cycle
-sing skateboard snowboard ski fish single widowed getting graduated graduating have one two three four five six
-be fly go travel head drive visit flying going travelling traveling heading driving off visiting leaving taking
-coming returning spending leave went flew drove travelled traveled visited came returned attended saw spent""".split())
+originally grew was born work working worked started got landed accepted took starting start hired a an retired
+unemployed self-employed between vegetarian vegan pescatarian allergic lactose celiac diabetic learning studying
+practicing practising teaching study teach code program write develop use daily run play playing main been love
+like prefer enjoy adore hate dislike can't don't do obsessed into speak in on turned turning married engaged
+divorced more fluent can became become collect knit crochet paint draw bake brew surf skate climb garden sew dance
+swim hike cycle sing skateboard snowboard ski fish doing single widowed getting graduated graduating have one two
+three four five six be fly go travel head drive visit flying going travelling traveling heading driving off
+visiting leaving taking coming returning spending leave went flew drove travelled traveled visited came returned
+attended saw spent""".split())
 _WORD = re.compile(r"[a-z0-9'+#/]+")
 
 

@@ -47,6 +47,11 @@ def test_a_bare_weekday_in_a_past_sentence_is_the_last_one():
     assert day("next Friday", past=True) == D(2026, 3, 6)     # "next" says it
 
 
+def test_a_recurring_weekday_is_no_day():
+    assert find_date("I stream every Friday", WED) is None
+    assert find_date("we play on Fridays", WED) is None
+
+
 def test_weekday_abbreviations_need_a_leading_word():
     assert find_date("I sat down", WED) is None
     assert find_date("the sun is out", WED) is None

@@ -87,6 +87,7 @@ def test_moving_later_is_a_plan_with_its_day():
     ("Started a new job at Mozilla this week, super excited", "Started a new job at Mozilla"),
     ("I got hired by Valve", "Got hired by Valve"),
     ("I work as a paramedic", "Works as a paramedic"),
+    ("been working as a barista for 2 years now", "Has been working as a barista for 2 years"),
     ("I'm retired", "Is retired"),
 ])
 def test_job(message, text):
@@ -130,6 +131,8 @@ def test_a_lowercase_word_after_a_pet_is_no_name():
     ("I'm married with two kids", "Is married", "relationship status"),
     ("I just got engaged!!", "Just got engaged", "relationship status"),
     ("I'm a dad now", "Is a dad", None),
+    ("I became a dad last month", "Became a dad", None),
+    ("My son's name is Leo", "Has a son named Leo", None),
 ])
 def test_family(message, text, key):
     f = one(message)
@@ -185,7 +188,8 @@ def test_preferences(message, text, safe):
 
 def test_not_a_preference():
     assert facts("I love this", "I like that idea", "I love you guys", "I like how it turned out", "I love it here",
-                 "I love when that happens", "I use a standing desk") == []
+                 "I love when that happens", "I use a standing desk", "I like Sam's idea", "I prefer the first option",
+                 "I love the new Spotify UI", "I play with friends on weekends", "I hate when Discord updates") == []
 
 
 # ------------------------------------------------------------------ skills
@@ -198,6 +202,9 @@ def test_not_a_preference():
     ("I play guitar in a local band", "Plays guitar", "skill/work"),
     ("I've been playing the piano since I was 6", "Has been playing the piano", "skill/work"),
     ("I play Valorant every night", "Plays Valorant", "preference"),
+    ("I'm doing a PhD in linguistics at Edinburgh", "Is doing a PhD in linguistics at Edinburgh", "skill/work"),
+    ("I collect vinyl records", "Collects vinyl records", "preference"),
+    ("I'm a cat person", "Is a cat person", "preference"),
 ])
 def test_skills(message, text, category):
     f = one(message)
@@ -217,6 +224,8 @@ def test_skills(message, text, category):
     ("I'm in UTC+2", "Is in UTC+2", "timezone"),
     ("my timezone is PST", "Is in PST", "timezone"),
     ("I live in UTC-5", "Lives in UTC-5", "timezone"),
+    ("I can speak a bit of Korean", "Can speak a bit of Korean", "language"),
+    ("I'm fluent in Mandarin", "Is fluent in Mandarin", "language"),
 ])
 def test_language_and_time_zone_are_global(message, text, key):
     f = one(message)
@@ -230,6 +239,21 @@ def test_language_and_time_zone_are_global(message, text, key):
 def test_age_is_never_global(message, text):
     f = one(message)
     assert (f.text, f.category, f.key, f.global_safe) == (text, "identity", "age", False)
+
+
+def test_not_a_language_nor_a_hometown():
+    assert facts("I speak for everyone when I say this", "I'm from the future lol") == []
+
+
+@pytest.mark.parametrize("message, text, key", [
+    ("I'm Canadian", "Is Canadian", None),
+    ("I use she/her pronouns", "Uses she/her pronouns", "pronouns"),
+    ("My pronouns are they/them", "Pronouns are they/them", "pronouns"),
+    ("my name is Alex btw", "Name is Alex", "name"),
+])
+def test_who_they_are(message, text, key):
+    f = one(message)
+    assert (f.text, f.category, f.key, f.global_safe) == (text, "identity", key, False)
 
 
 def test_numbers_that_are_no_age():
@@ -323,6 +347,10 @@ def test_an_undated_trip_needs_a_proper_noun_and_is_less_sure():
     ("I've been sober for 2 years", "Has been sober for 2 years", "other", None),
     ("I used to live in Madrid", "Used to live in Madrid", "other", None),
     ("my sister lives in Canada", "Sister lives in Canada", "relationship", None),
+    ("My parents live in Lyon", "Parents live in Lyon", "relationship", None),
+    ("I stream on Twitch every Friday", "Streams on Twitch every Friday", "other", None),  # no one day
+    ("I drive a Tesla", "Drives a Tesla", "other", None),
+    ("I'm on vacation in Greece until Sunday", "Is on vacation in Greece", "plan", D(2026, 3, 8)),
     ("I ran my first marathon on Sunday", "Ran their first marathon", "event", D(2026, 3, 1)),
 ])
 def test_other_statements_with_a_name_a_number_or_a_date(message, text, category, day):
@@ -337,6 +365,14 @@ def test_chatter_gives_nothing():
                  "I have a question about the bot", "I'm sorry to hear that", "I was in the shower lol",
                  "I tried the new ramen place downtown and it was amazing", "I'll send you the file on Monday",
                  "brb", "lol same", "gg") == []
+
+
+def test_the_moment_gives_nothing():
+    assert facts("I'm on page 200 of the book", "I got 2 kills in that round", "I have 5% battery left",
+                 "I'm level 80 now", "I found a bug in version 2.3", "I fixed it in PR 451", "I'm at the airport",
+                 "I'm using Python 3.12 for this", "I'm watching the F1 race", "I'll be back in 10",
+                 "I missed the stream on Tuesday", "I uploaded the clip to YouTube", "My ping is 200 today",
+                 "I'm playing Valorant rn, anyone want to join", "I was talking to Mike about it yesterday") == []
 
 
 # ------------------------------------------------------------------ what is never a fact
