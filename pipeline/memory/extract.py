@@ -132,9 +132,12 @@ _TRAVEL = [(_r(p), past) for p, past in (
      r"(?:(?:back )?(?:to|in|at|from|for)\s+)?", True),
     (rf"^(?:i {ADV}was|{IVE} {ADV}(?:just )?been)\s+(?:to|in|at)\s+", True),
 )]
-# The word after "I" / "I'm" / "I've" / "I'll" (and adverbs): a clause whose verb is none of
-# phrasing.TRIGGERS (that some pattern above starts with) skips them all; most are chatter.
+# The word after "I" / "I'm" / "I've" / "I'll" (and adverbs) picks the patterns to try: those
+# whose text has that word (phrasing.TRIGGERS), and those for a number, a time zone or a name.
 _HEAD = _r(rf"i(?:'m|'ve|'ll|\s+am|\s+have|\s+will)?\s+{ADV}(?:not\s+)?([\w'+-]+)")
+_ALWAYS = tuple(i for i, (rx, *_) in enumerate(_STARTS) if r"\d" in rx.pattern or "A-Z" in rx.pattern)
+_BY_VERB = {v: tuple(i for i, (rx, *_) in enumerate(_STARTS) if i in _ALWAYS or v in set(re.findall(
+    r"[a-z']+", rx.pattern)) | ({"a", "an"} if "an?" in rx.pattern else set())) for v in TRIGGERS}
 
 _NAME = r"(?-i:[A-Z][\w'-]*)"
 _PET_NAMED = _r(rf"\bmy (?:little |new |old |two |three |\w+ )?(?P<kind>{PET})(?P<pl>s)?(?:'s name is| (?:is|are) "
@@ -255,12 +258,8 @@ def _started(clause: str, when, today: dt.date, add) -> bool:
     head = _HEAD.match(clause)
     if head is None:
         return False
-    verb = head.group(1).lower()
-    if verb not in TRIGGERS and not verb[:1].isdigit() and not _TZ_WORD.match(verb) \
-            and not head.group(1)[0].isupper():
-        return False
-    stop = when.start if when else None
-    for rx, category, key, safe in _STARTS:
+    verb, stop = head.group(1).lower(), when.start if when else None
+    for rx, category, key, safe in (_STARTS[i] for i in _BY_VERB.get(verb, _ALWAYS)):
         m = rx.match(clause)
         if m is None:
             continue
@@ -287,7 +286,7 @@ def _started(clause: str, when, today: dt.date, add) -> bool:
             text = capitalise(_ING.sub("", text))
         add(text, category, key, safe, SPECIFIC, day)
         return True
-    for rx, past in _TRAVEL:
+    for rx, past in _TRAVEL if verb in TRIGGERS else ():
         m = rx.match(clause)
         if m is None:
             continue
@@ -313,11 +312,10 @@ def _generic(clause: str, when, today: dt.date, add) -> None:
     """Any other first-person statement with an anchor (proper noun, number, explicit date) that
     is not about the moment: not "I'm watching …" (unless dated later), "I'm on page 200", "I got
     2 kills", nor about "it" / "this" or the people addressed."""
-    words = _WORD.findall(tidy(clause).lower())  # "this" of "this week" is no "this"
-    if OPINION.match(clause) or OTHER_PERSON.match(clause) or not _NOT_DURABLE.isdisjoint(words) \
-            or len(content_tokens(clause)) < 2 or not _anchored(clause, when) or EPHEMERAL_OBJECT.search(clause) \
-            or (_MOMENT.match(clause) and not _proper(clause)) \
-            or (_PRESENT.match(clause) and not (when and when.day > today)):
+    if OPINION.match(clause) or OTHER_PERSON.match(clause) or (_PRESENT.match(clause) and not (
+            when and when.day > today)) or (_MOMENT.match(clause) and not _proper(clause)) \
+            or not _anchored(clause, when) or EPHEMERAL_OBJECT.search(clause) or len(content_tokens(clause)) < 2 \
+            or not _NOT_DURABLE.isdisjoint(_WORD.findall(tidy(clause).lower())):  # "this week" is no "this"
         return
     text, day, category = clause, None, "relationship" if _MY_REL.match(clause) else "other"
     if when is not None:
