@@ -65,7 +65,7 @@ def test_demo_flow_import_replay_context(mp):
     again = mp("replay", "--from", "2026-11-01", "--to", "2026-11-04").output
     assert "0 summarizer calls" in again
     ctx = mp("context", "--scope", f"guild:{G1}", "--user", str(ANA)).output
-    assert ctx.startswith("Today: Ana:")
+    assert ctx.startswith("# Ana: long-term memory") and "\nToday: Ana:" in ctx  # the profile, then today
     as_json = json.loads(mp("context", "--scope", f"guild:{G1}", "--user", str(ANA), "--json").output)
     assert as_json["as_of_day"] == "2026-11-04" and as_json["degraded"] is False
     runs = json.loads(mp("runs", "--json").output)
