@@ -314,3 +314,22 @@ def test_promotion_matches_whole_words_only(store, settings):
         "Favourite band is Muse": "global", "Got banned from the Muse forum": "guild_public"}
     other = context(store, f"guild:{G2}", ANA)
     assert "Favourite band is Muse" in other and "banned" not in other
+
+
+def test_an_hourly_refresh_reads_only_the_new_messages_for_facts(store, settings):
+    ingest_messages(store, [msg(1, GENERAL, ANA, "We moved to Lisbon", D1, 9)], settings)
+    ctx = make_context(store, settings, now=dt.datetime.combine(D1, dt.time(10), UTC),
+                       summarizer=RecordingSummarizer(Proposing(settings, script)))
+    asyncio.run(execute(ctx, "run", None, None))
+    ingest_messages(store, [msg(2, GENERAL, BO, "hi all", D1, 11), msg(3, GENERAL, ANA, "my cat Miso says hi", D1, 12)],
+                    settings)
+    rec = RecordingSummarizer(Proposing(settings, script))
+    ctx = make_context(store, settings, now=dt.datetime.combine(D1, dt.time(13), UTC), summarizer=rec)
+    asyncio.run(execute(ctx, "run", None, None))
+    assert ("fold", f"guild:{G}", D1) in rec.calls
+    rows = {r["text"]: r for r in facts_of(store, ANA)}
+    assert set(rows) == {"Moved to Lisbon", "Has a cat named Miso"}
+    # the fold's positions map to the new messages: Miso rests on message 3, Lisbon keeps message 1 only
+    assert rows["Has a cat named Miso"]["sources"] == [f"{GENERAL}:1190000000000090003"]
+    assert rows["Moved to Lisbon"]["sources"] == [f"{GENERAL}:1190000000000090001"]
+    assert store.runs(1)[0]["facts_added"] == 1 and store.runs(1)[0]["facts_unchanged"] == 0
