@@ -171,7 +171,10 @@ def replay_cmd(state: State, date_from, date_to, guild, force, dry_run):
 @json_option
 @click.pass_obj
 def runs_cmd(state: State, limit, as_json):
-    """List pipeline runs, newest first: status, duration and counts. A failed run says why."""
+    """List pipeline runs, newest first: status, duration and counts. A failed run says why.
+
+    facts+ / upd / rej: facts added, updated (a newer statement superseded one) and rejected by
+    validation in the run; --json has the counts by rejection reason (facts_rejected_<reason>)."""
     rows = state.store().runs(limit)
     for r in rows:
         r["duration_s"] = round((r["finished_at"] - r["started_at"]).total_seconds(), 3) if r["finished_at"] else None
@@ -179,11 +182,14 @@ def runs_cmd(state: State, limit, as_json):
         _echo_json(rows)
         return
     click.echo(f"{'id':>4} {'kind':6} {'status':7} {'range':23} {'secs':>7} {'p-days':>6} {'calls':>6} "
-               f"{'hits':>6} {'llm':>5} {'retry':>5} {'fallb':>5} {'errs':>4} {'tokens':>8} {'cost$':>7}")
+               f"{'hits':>6} {'llm':>5} {'retry':>5} {'fallb':>5} {'errs':>4} {'tokens':>8} {'cost$':>7} "
+               f"{'facts+':>6} {'upd':>4} {'rej':>4}")
     for r in rows:
         span = f"{r['date_from'] or 'today'}..{r['date_to'] or 'today'}"
         click.echo(f"{r['id']:>4} {r['kind']:6} {r['status']:7} {span:23} {r['duration_s'] if r['duration_s'] is not None else '-':>7} "
                    f"{r['partition_days']:>6} {r['summarizer_calls']:>6} {r['cache_hits']:>6} {r['llm_calls']:>5} "
                    f"{r['retries']:>5} {r['fallbacks']:>5} {r['errors']:>4} {r['prompt_tokens'] + r['output_tokens']:>8} "
-                   f"{r['estimated_cost']:>7.4f}{'  ' + r['error'] if r['error'] else ''}{'  (dry run)' if r['dry_run'] else ''}")
+                   f"{r['estimated_cost']:>7.4f} {r['facts_added']:>6} {r['facts_updated']:>4} "
+                   f"{sum(v for k, v in r.items() if k.startswith('facts_rejected_')):>4}"
+                   f"{'  ' + r['error'] if r['error'] else ''}{'  (dry run)' if r['dry_run'] else ''}")
 
