@@ -16,22 +16,6 @@ from tests.conftest import ROOT, SAMPLE
 G1, ANA, DM_ANA = 1150000000000000001, 1160000000000000001, 1170000000000000500
 
 
-@pytest.fixture
-def mp(db_url, monkeypatch):
-    for name in ("MEMPIPE_DATABASE_URL", "MEMPIPE_CONFIG"):
-        monkeypatch.delenv(name, raising=False)
-    runner = CliRunner()
-
-    def invoke(*args, ok=True):
-        result = runner.invoke(cli, ["--db", db_url, *args], catch_exceptions=False)
-        if ok:
-            assert result.exit_code == 0, result.output
-        return result
-
-    invoke("db", "upgrade")
-    return invoke
-
-
 def _all_commands(group, prefix=()):
     import click
 

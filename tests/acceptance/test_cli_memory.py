@@ -47,22 +47,6 @@ MESSAGES = [
 
 
 @pytest.fixture
-def mp(db_url, monkeypatch):
-    for name in ("MEMPIPE_DATABASE_URL", "MEMPIPE_CONFIG"):
-        monkeypatch.delenv(name, raising=False)
-    runner = CliRunner()
-
-    def invoke(*args, ok=True):
-        result = runner.invoke(cli, ["--db", db_url, *args], catch_exceptions=False)
-        if ok:
-            assert result.exit_code == 0, result.output
-        return result
-
-    invoke("db", "upgrade")
-    return invoke
-
-
-@pytest.fixture
 def community(mp, tmp_path):
     """The messages imported and replayed, and one fact remembered in each of Ana's audiences."""
     path = tmp_path / "community.jsonl"
