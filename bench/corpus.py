@@ -266,15 +266,22 @@ def timezones(spec: Spec, seed: int) -> dict[int, str]:
     return dict(World(spec, seed).guild_tz)
 
 
+def cached(path: Path, meta_path: Path, key: str) -> dict | None:
+    """The metadata of a corpus already written from the same spec, seed and generator version."""
+    if path.exists() and meta_path.exists():
+        meta = json.loads(meta_path.read_text())
+        if meta.get("key") == key:
+            return meta
+    return None
+
+
 def write(spec: Spec, seed: int, path: Path) -> dict:
     """Write the corpus as JSONL and its metadata beside it (`<path>.meta.json`); returns the
     metadata. Reuses an existing file made from the same spec, seed and generator version."""
     meta_path = path.with_suffix(".meta.json")
     key = spec.key(seed)
-    if path.exists() and meta_path.exists():
-        meta = json.loads(meta_path.read_text())
-        if meta.get("key") == key:
-            return meta
+    if (meta := cached(path, meta_path, key)) is not None:
+        return meta
     path.parent.mkdir(parents=True, exist_ok=True)
     counts = {"messages": 0, "public": 0, "restricted": 0, "dm": 0, "chars": 0, "mentions": 0, "replies": 0}
     users, guilds, partitions = set(), set(), set()

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from .corpus import cached
 from .env import ordinal
 
 GENERATOR_VERSION = "memory-1"
@@ -382,10 +383,8 @@ def write(spec: MemSpec, seed: int, path: Path) -> dict:
     spec, seed and generator version are the same."""
     meta_path = path.with_suffix(".plants.json")
     key = spec.key(seed)
-    if path.exists() and meta_path.exists():
-        meta = json.loads(meta_path.read_text())
-        if meta.get("key") == key:
-            return meta
+    if (meta := cached(path, meta_path, key)) is not None:
+        return meta
     rows, plants, world = generate(spec, seed)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as fh:
