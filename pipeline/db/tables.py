@@ -133,3 +133,22 @@ scheduler_leader = sa.Table(
     *_required(holder=sa.Text, pid=sa.Integer, host=sa.Text, since=UtcDateTime, heartbeat_at=UtcDateTime),
     *_optional(released_at=UtcDateTime),
 )
+
+
+# sql/migrations/0006_user_controls.*.sql: what users asked for (ARCHITECTURE.md, "User controls").
+control_actions = sa.Table(
+    "control_actions", metadata, sa.Column("id", Id, primary_key=True),
+    *_required(action=sa.Text, subject_key=sa.Text), *_optional(requested_by=Id, scope=sa.Text),
+    *_required(at=UtcDateTime), *_counts("rows_affected", server_default="0"), *_required(detail=JsonDocument),
+)
+
+memory_exclusions = sa.Table(
+    "memory_exclusions", metadata, sa.Column("id", Id, primary_key=True),
+    *_required(user_id=Id, scope=sa.Text, kind=sa.Text), *_optional(from_ts=UtcDateTime, until_ts=UtcDateTime),
+    *_required(created_at=UtcDateTime),
+)
+
+recompute_queue = sa.Table(
+    "recompute_queue", metadata, *_keys(partition=sa.Text, day=LocalDate),
+    *_required(reason=sa.Text, queued_at=UtcDateTime),
+)

