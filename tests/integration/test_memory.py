@@ -333,3 +333,19 @@ def test_an_hourly_refresh_reads_only_the_new_messages_for_facts(store, settings
     assert rows["Has a cat named Miso"]["sources"] == [f"{GENERAL}:1190000000000090003"]
     assert rows["Moved to Lisbon"]["sources"] == [f"{GENERAL}:1190000000000090001"]
     assert store.runs(1)[0]["facts_added"] == 1 and store.runs(1)[0]["facts_unchanged"] == 0
+
+
+def test_forgetting_a_global_fact_removes_it_everywhere_and_keeps_it_from_being_promoted_again(store, settings):
+    ingest_messages(store, [msg(1, GENERAL, ANA, "Celeste is my favourite game", D1), msg(2, OTHER, ANA, "hello", D1, 13)], settings)
+    run(store, settings, D1)
+    assert "Celeste" in context(store, f"guild:{G2}", ANA)
+    assert asyncio.run(forget(make_context(store, settings, now=dt.datetime.combine(D1, dt.time(14), UTC)),
+                              f"guild:{G}", ANA, "favourite game Celeste"))
+    assert store.memory_facts(user_ids=[ANA]) == []
+    assert "Celeste" not in context(store, f"guild:{G2}", ANA)  # the other guild read it as a global fact
+    day2 = D1 + dt.timedelta(days=1)
+    ingest_messages(store, [msg(3, OTHER, ANA, "Celeste is still my favourite game", day2)], settings)
+    run(store, settings, day2)
+    # said again in the other guild: stored there (its audience never asked), never global again
+    assert [(r["level"], r["partition"]) for r in facts_of(store, ANA)] == [("guild_public", f"guild:{G2}")]
+    assert "Celeste" not in (context(store, f"guild:{G}", ANA) or "")
