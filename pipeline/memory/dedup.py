@@ -21,6 +21,7 @@ transaction (pipeline/store/facts.py); pipeline/testing.py's in-memory store doe
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -32,9 +33,13 @@ from ..summarize.text import content_tokens, tokens
 MAX_SOURCES = 20  # provenance kept per fact: the first messages it rests on
 
 
+@functools.lru_cache(maxsize=65536)
+def _words(text: str) -> str:
+    return " ".join(content_tokens(text)) or text.lower()
+
+
 def similarity(a: str, b: str) -> float:
-    wa, wb = " ".join(content_tokens(a)) or a.lower(), " ".join(content_tokens(b)) or b.lower()
-    return fuzz.token_set_ratio(wa, wb) / 100.0
+    return fuzz.token_set_ratio(_words(a), _words(b)) / 100.0
 
 
 def normal_key(key: str | None) -> str | None:

@@ -16,7 +16,9 @@ import sqlalchemy as sa
 
 from ..db.tables import (channels, chat_history, daily_summaries, historical_summaries, members, memory_context,
                          memory_profiles, metadata, partition_days)
+from ..calendar import HISTORY_DAYS
 from .base import Rows, insert_for
+from .controls import dequeue_in
 from .facts import apply_fact_plan
 
 Batch = Sequence  # of (record, summaries, now) for dailies; of row dicts otherwise
@@ -55,10 +57,25 @@ class DerivedStorage(Protocol):
     def contexts(self, scope: str | None = None, user_id: int | None = None, *, text: bool = True) -> list[dict]: ...
     def write_batch(self, dailies: Batch = (), historicals: Rows = (), contexts: Rows = (),
                     touches: Rows = (), *, facts: Rows = (), same_fact: float = 0.85, profiles: Rows = (),
-                    removals: Sequence[tuple[str, str, int]] = ()) -> Counter: ...
+                    removals: Sequence[tuple[str, str, int]] = (), dropped_days: Sequence[tuple[str, dt.date]] = (),
+                    queued_done: Sequence[tuple] = ()) -> Counter: ...
     def last_active_days(self, until: dt.date, user_ids: Iterable[int] | None = None) -> dict[tuple[str, int], dt.date]: ...
     def delete_historicals(self, partition: str, day: dt.date, user_ids: Iterable[int]) -> None: ...
     def delete_older_than(self, table_name: str, column: str, cutoff, batch_size: int) -> int: ...
+
+
+_UPSERTS: dict[tuple, object] = {}
+
+
+def _upsert_statement(dialect: str, insert, table, keys: tuple[str, ...], columns: tuple[str, ...]):
+    """INSERT … ON CONFLICT (keys) DO UPDATE SET every other column: built once per shape (building
+    it — `excluded` — costs more than running it)."""
+    shape = (dialect, table.name, keys, columns)
+    if shape not in _UPSERTS:
+        stmt = insert(table)
+        _UPSERTS[shape] = stmt.on_conflict_do_update(
+            index_elements=[table.c[k] for k in keys], set_={k: stmt.excluded[k] for k in columns if k not in keys})
+    return _UPSERTS[shape]
 
 
 def _narrowed(q, column, values):
@@ -202,10 +219,15 @@ class DerivedStore:
 
     def write_batch(self, dailies: Batch = (), historicals: Rows = (), contexts: Rows = (),
                     touches: Rows = (), *, facts: Rows = (), same_fact: float = 0.85, profiles: Rows = (),
-                    removals: Sequence[tuple[str, str, int]] = ()) -> Counter:
+                    removals: Sequence[tuple[str, str, int]] = (), dropped_days: Sequence[tuple[str, dt.date]] = (),
+                    queued_done: Sequence[tuple] = ()) -> Counter:
         """One transaction for many items. A partition-day's summaries are replaced whole, the
         facts extracted from it stored with them (ADD / UPDATE / NOOP: returns those counts).
-        `removals`: ("context" | "profile", scope, user) rows that no longer have any input."""
+        `removals`: ("context" | "profile", scope, user) rows that no longer have any input.
+        `dropped_days`: (partition, day) with no messages left: its summaries and partition_days
+        row go. `queued_done`: (partition, day, queued_at, day 1) of the recompute queue, done:
+        the historical rows as of other day 1s whose days 2-7 held that day go (they quote a day
+        that changed), and the entry is removed unless it was queued again since `queued_at`."""
         with self.writing("writing results") as conn:
             insert = insert_for(conn)
             if dailies:
@@ -235,14 +257,21 @@ class DerivedStore:
             for kind, scope, user_id in removals:
                 table = memory_context if kind == "context" else memory_profiles
                 conn.execute(sa.delete(table).where(table.c.scope == scope, table.c.user_id == user_id))
+            for partition, day in dropped_days:
+                for table in (daily_summaries, partition_days):
+                    conn.execute(sa.delete(table).where(table.c.partition == partition, table.c.day == day))
+            if queued_done:
+                h = historical_summaries.c
+                for partition, day, _queued_at, day1 in queued_done:
+                    conn.execute(sa.delete(historical_summaries).where(
+                        h.partition == partition, h.day > day, h.day <= day + dt.timedelta(days=HISTORY_DAYS),
+                        h.day != day1))
+                dequeue_in(conn, [q[:3] for q in queued_done])
             return apply_fact_plan(conn, list(facts), same_fact)
 
     @staticmethod
     def _upsert(conn, insert, table, keys: tuple[str, ...], rows: Rows) -> None:
-        stmt = insert(table)
-        conn.execute(stmt.on_conflict_do_update(
-            index_elements=[table.c[k] for k in keys],
-            set_={k: stmt.excluded[k] for k in rows[0] if k not in keys}), list(rows))
+        conn.execute(_upsert_statement(conn.dialect.name, insert, table, keys, tuple(rows[0])), list(rows))
 
     # ------------------------------------------------------------------ retention
 

@@ -73,8 +73,11 @@ def apply_fact_plan(conn, rows: list[dict], same_fact: float) -> Counter:
         conn.execute(sa.select(sa.func.pg_advisory_xact_lock(FACT_WRITE_LOCK)))
     c = memory_facts.c
     users = sorted({r["user_id"] for r in rows})
+    # only the rows a new one can be compared with: its partition's, and the user's global ones
+    partitions = sorted({r["partition"] for r in rows})
     existing = [dict(r._mapping) for r in select_in(
-        conn, lambda ids: sa.select(memory_facts).where(c.user_id.in_(ids), c.status == "active"), users)]
+        conn, lambda ids: sa.select(memory_facts).where(
+            c.user_id.in_(ids), c.status == "active", sa.or_(c.partition.in_(partitions), c.level == "global")), users)]
     plan = reconcile(existing, rows, same_fact)
     if plan.inserts:
         conn.execute(sa.insert(memory_facts), [{k: v for k, v in r.items() if k != "id"} for r in plan.inserts])
