@@ -10,7 +10,7 @@ from ..calendar import parse_scope
 from ..errors import InputError
 from ..ids import parse_id
 from ..safety import refusal_reason
-from ..memory.validate import normalise_fact
+from ..memory.validate import normalise_fact, raw_id_kind
 from ..summarize.text import clean, mentions_fact
 from .context import RunContext
 from .extraction import manual_row
@@ -32,6 +32,10 @@ def check_fact(fact: str) -> str:
     if reason:
         raise InputError("facts", "fact", f"refused: {reason}. State something about the user instead, "
                                           f"e.g. \"Ana studies statistics\"")
+    # the rule extracted facts follow too: a raw id in a fact would put it in front of every reader
+    if kind := raw_id_kind(fact):
+        raise InputError("facts", "fact", f"refused: it carries {kind} (a raw id). Say it in words, "
+                                          f"e.g. \"Ana moderates the art channel\"")
     return fact
 
 

@@ -349,3 +349,15 @@ def test_forgetting_a_global_fact_removes_it_everywhere_and_keeps_it_from_being_
     # said again in the other guild: stored there (its audience never asked), never global again
     assert [(r["level"], r["partition"]) for r in facts_of(store, ANA)] == [("guild_public", f"guild:{G2}")]
     assert "Celeste" not in (context(store, f"guild:{G}", ANA) or "")
+
+
+def test_remember_refuses_a_raw_id_as_extraction_does(store, settings):
+    import pytest
+
+    from pipeline.errors import InputError
+
+    ctx = make_context(store, settings, now=dt.datetime.combine(D1, dt.time(12), UTC))
+    for text in ("Ana's account is 1160000000000000902", "Ana is friends with <@1160000000000000902>"):
+        with pytest.raises(InputError, match="raw id"):
+            asyncio.run(remember(ctx, f"guild:{G}", ANA, text))
+    assert store.memory_facts() == []
