@@ -28,27 +28,44 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from pipeline.memory import dates
+from pipeline.memory.context import answer, moved_here, pet_facts
+from pipeline.memory.favourites import favourites
+from pipeline.memory.fragments import FIRST_DAY, TRIP, as_i, fragment, is_we, statement_part
 from pipeline.memory.mentions import anywhere
 from pipeline.memory.model import Candidate
-from pipeline.memory.patterns import GENERIC, ING, SPECIFIC, anchored, proper, r, started, tense
-from pipeline.memory.phrasing import IMPLIED, capitalise, clauses, cut, implied_subject, straight, third_person, tidy
-from pipeline.memory.vocab import (ADV, EPHEMERAL_OBJECT, ILL, IM, OPINION, OTHER_PERSON, REL, REPORTING, SKIP_WORDS,
-                                   sensitive)
+from pipeline.memory.patterns import GENERIC, ING, LOOSE, SPECIFIC, anchored, proper, r, started, tense
+from pipeline.memory.phrasing import IMPLIED, capitalise, clauses, cut, straight, third_person, tidy, unfilled
+from pipeline.memory.vocab import (ADV, EPHEMERAL_OBJECT, ILL, IM, JOB, OPINION, OTHER_PERSON, PET, REL,
+                                   REPORTING, SKIP_WORDS, sensitive)
 
 if TYPE_CHECKING:
     from pipeline.summarize.base import PartitionDay
+
+# A fact keeps at least this share of its content words in the lines it cites (the validator's
+# `grounding`; [memory] min_grounding's default): below it the fact is not proposed.
+MIN_GROUNDING = 0.45
 # Per line / sentence gates.
 _MASK = re.compile(r"```.*?```|`[^`]*`|\"[^\"]*\"?|“[^”]*”?|«[^»]*»?|„[^“”]*[“”]?", re.DOTALL)
 _QUOTE_LINE = re.compile(r"^\s*>.*$", re.MULTILINE)
-_FIRST = r(r"\b(?:i|my|im|ive)\b")
-_IMPLIED = r(r"(?:^|[.!?]\s+)(?:just )?(?:" + "|".join(sorted(IMPLIED)) + r")\b")
-_WORD, _DIGIT, _FIRST_WORDS = re.compile(r"[a-z0-9'+#/]+"), re.compile(r"\d"), frozenset("i my i'm i've i'll".split())
+# A line is read when it may say something of the speaker: a first-person word, a verb chat says
+# without "I", a favourite, a fragment, a pet; or when it answers a question. A set of words: one
+# findall per line, not a regex per kind.
+_PETS, _JOBS = (frozenset(w for alt in rx[3:-1].split("|") for w in alt.split("\\s+")) for rx in (PET, JOB))
+_GATE_WORDS = frozenset("""i my im ive i'm i've i'll we our we're we've me fav fave favs faves favourite favorite
+favourites favorites goat g.o.a.t beats tops trip flight holiday vacation vacay getaway first 1st 2nd second name
+named called new""".split()) | IMPLIED | _PETS | {j + "s" for j in _JOBS} | _JOBS
+_WORD, _DIGIT = re.compile(r"[a-z0-9'+#/]+"), re.compile(r"\d")
+_FIRST_WORDS = frozenset("i my i'm i've i'll we we're we've we'll our".split())
+_SKIP_LINE = SKIP_WORDS | REPORTING | {"want"}  # no pet across clauses from "if I got a cat I'd call her Miso"
+_TRIP_END = re.compile(r"^\s*(?:(?:lol|yay|finally|booked|woo+|let'?s go+|can't wait|cant wait)\b\s*)*[!.\s:)(😊🎉✈️]*$",
+                       re.IGNORECASE)
 _OWN_START = r(r"(?:i|i'm|i've|i'll|my)\b")
 
 _NOT_DURABLE = frozenset("you your u ur y'all we us our it this that these those rn atm".split())
 _MOMENT = r(rf"(?:{IM}|{ILL} be) {ADV}(?:at|on|in|back|level|lvl|done|here|there|online|offline|afk|out|late)\b")
 _PRESENT = r(rf"{IM} {ADV}\w+ing\b")
 _MY_REL = r(rf"my (?:[\w-]+ )?(?:{REL}s?|parents|grandparents|children|family|in-laws)\b")
+_FAV_WORD = r(r"\b(?:fav\w*|fave|goat)\b")
 _ON_LEFT = r(r"\s+on\s*$|\s+on(?=\s*[,.;!])")
 
 
@@ -83,72 +100,179 @@ def _generic(clause: str, when, today: dt.date, add) -> None:
 
 
 @lru_cache(maxsize=16384)  # chat repeats itself ("I'm going to bed"); pure, so a cache is safe
-def _facts_of_clause(clause: str, lead: str, today: dt.date) -> tuple[tuple, ...]:
-    """(text, category, key, global_safe, confidence, event_day) for every fact of one clause."""
+def _facts_of_clause(clause: str, lead: str, today: dt.date, we: bool = False) -> tuple[tuple, ...]:
+    """(text, category, key, global_safe, confidence, event_day) for every fact of one clause; of
+    a "we" clause (already in the first person singular) only what patterns marked for it give,
+    at most LOOSE sure."""
     out: list[tuple] = []
 
     def add(text, category, key=None, safe=False, confidence=SPECIFIC, day=None):
         text = cut(capitalise(text.strip()))
         if content_tokens(text):
-            out.append((text, category, key, safe and not sensitive(text), confidence, day))
+            out.append((text, category, key, safe and not sensitive(text), min(confidence, LOOSE) if we
+                        else confidence, day))
 
     when = _when(clause, lead, today, tense(clause)) if dates.may_have_date(f"{clause} {lead}") else None
-    anywhere(clause, when, today, add)
-    decided = started(clause, when, today, add)
-    if not out and not decided and _OWN_START.match(clause):
+    anywhere(clause, when, today, add, we)
+    decided = started(clause, when, today, add, we)
+    if not out and not decided and not we and _OWN_START.match(clause):
         _generic(clause, when, today, add)
     if len(out) > 1:  # "Has a golden retriever" says less than "Has a golden retriever named Max"
         words = [set(content_tokens(f[0])) for f in out]
-        out = [f for i, f in enumerate(out) if not any(j != i and words[i] < words[j] for j in range(len(out)))]
+        named = {w for f, ws in zip(out, words) if (f[2] or "").startswith("pet ") for w in ws}
+        out = [f for i, f in enumerate(out) if not any(j != i and words[i] < words[j] for j in range(len(out)))
+               and not (f[2] is None and f[1] == "other" and content_tokens(f[0])[-1:] and
+                        content_tokens(f[0])[-1] in named)]  # "Adopted a kitten" next to "… a kitten named Mochi"
     return tuple(out)
 
 
-def _stems(text: str) -> set[str]:
-    """Content words (text.content_tokens), lightly stemmed: "moved", "moves", "moving" -> "mov"."""
-    out = set()
-    for word in content_tokens(text):
-        end = next((e for e in ("ing", "ies", "ied", "es", "ed", "s", "e") if word.endswith(e)
-                    and len(word) - len(e) >= 3), "")
-        out.add(word[:len(word) - len(end)])
-    return out
+def _trip(sentence: str, today: dt.date) -> tuple | None:
+    """"trip to Oslo on Aug 23", "first day at Canonical tomorrow": a plan (or event) when the rest
+    of the sentence is its date."""
+    m = TRIP.match(sentence) or FIRST_DAY.match(sentence)
+    if m is None or not dates.may_have_date(sentence):
+        return None
+    rest = sentence[m.end("x"):]
+    when = dates.find_date(rest, today, False)
+    if when is None or rest[:when.start].strip().lower() not in ("", "on", "in", "this", "for") \
+            or not _TRIP_END.match(rest[when.end:]):
+        return None
+    text = f"{m.group('what').capitalize()} {'to' if m.re is TRIP else 'at'} {m.group('x')}"
+    return text, "plan" if when.day > today else "event", None, False, LOOSE, when.day
+
+
+@lru_cache(maxsize=16384)
+def _facts_of_sentence(sentence: str, today: dt.date) -> tuple[tuple, ...]:
+    """The facts of one statement (a question after it already cut off): favourites, fragments
+    without a subject, and every clause's."""
+    low = sentence.lower()
+    listed = _WORD.findall(low)
+    words = set(listed)
+    if "…" in sentence:
+        return ()  # a quotation
+    if not words.isdisjoint(REPORTING) and not _FIRST_WORDS.isdisjoint(
+            listed[next(i for i, w in enumerate(listed) if w in REPORTING):]):
+        return ()  # reported speech: "she said I'm a nurse", "I told him I live in Rome"
+    plain = unfilled(sentence)
+    hypothetical = "want to" in low or not words.isdisjoint(SKIP_WORDS)
+    out = [(text, "preference", key, safe and not sensitive(text), SPECIFIC, None)
+           for text, key, safe in favourites(plain, hypothetical) if words.isdisjoint(REPORTING)]
+    if hypothetical:
+        return tuple(out)  # a wish, a conditional, a joke ("if I had to pick one game, it'd be …" is a favourite)
+    if (said := fragment(plain)) is not None:
+        return (*out, (*said, False, LOOSE, None))
+    parts = clauses(sentence, _is_date)
+    if words.isdisjoint(_FIRST_WORDS) and not any(_OWN_START.match(c) or is_we(c) for c, _ in parts):
+        trip = _trip(plain, today)
+        return (*out, trip) if trip else tuple(out)
+    favourite = bool(out) or _FAV_WORD.search(low) is not None  # "my favourite game is not Hades": nothing
+    for clause, lead in parts:
+        we = is_we(clause)
+        out += [f for f in _facts_of_clause(as_i(clause) if we else clause, lead, today, we)
+                if not (favourite and f[4] == GENERIC)]  # the generic rule restating a favourite
+    return tuple(out)
+
+
+def _line_facts(statements: list[str], earlier: list[tuple[int, str]]):
+    """(text, category, key, confidence, earlier positions) said across the clauses of a line."""
+    text = " . ".join(statements)
+    low = text.lower()
+    if "name" in low or "call" in low or not _PETS.isdisjoint(_WORD.findall(low)):
+        for said, key, confidence, cited in pet_facts(text, earlier):
+            yield said, "other", key, confidence, cited
+    if " come" in low and (moved := moved_here(text)) is not None:
+        yield moved, "identity", "home city", LOOSE, ()
+
+
+def plain(text: str) -> str:
+    """validate's _plain (NFKC, no accents nor format characters): plain ASCII is already so."""
+    return text if text.isascii() else _plain(text)
+
+
+@lru_cache(maxsize=4096)
+def _words_of_line(text: str) -> frozenset[str]:
+    return frozenset(tokens(plain(text)))
+
+
+@lru_cache(maxsize=4096)
+def _forms_of_line(text: str) -> frozenset[str]:
+    return frozenset(f for word in _words_of_line(text) for f in word_forms(word))
+
+
+@lru_cache(maxsize=16384)
+def _wanted(text: str, name: str) -> frozenset[str]:
+    return frozenset(set(content_tokens(plain(text))) - set(tokens(plain(name))))
+
+
+@lru_cache(maxsize=16384)
+def _forms(word: str) -> frozenset[str]:
+    return frozenset(word_forms(word))
+
+
+def _grounded(text: str, sources: tuple[int, ...], pd: PartitionDay, user_id: int, name: str) -> bool:
+    """validate.grounding(text, cited lines, the speaker's name) >= MIN_GROUNDING. The words a
+    fact shares with its lines as they are come first (each is a hit of the validator's too);
+    their forms only when those are too few."""
+    wanted = _wanted(text, pd.speakers.get(user_id, name))
+    if not wanted:
+        return False
+    texts = [pd.lines[s].text for s in sources]
+    if len(wanted & frozenset().union(*map(_words_of_line, texts))) / len(wanted) >= MIN_GROUNDING:
+        return True
+    found = frozenset().union(*map(_forms_of_line, texts))
+    return sum(1 for w in wanted if _forms(w) & found) / len(wanted) >= MIN_GROUNDING
 
 
 def extract_facts(pd: PartitionDay) -> list[Candidate]:
-    """Facts about the speakers of one partition-day, from their own first-person statements."""
+    """Facts about the speakers of one partition-day, from their own statements."""
     found: dict[tuple[int, str], Candidate] = {}
+    earlier: dict[int, list[tuple[int, str]]] = {}  # the speaker's previous lines, newest first
+
+    def add(line, position, text, category, key, safe, confidence, day, cited=()):
+        sources = tuple(sorted({*cited, position}))
+        if not all(pd.lines[s].user_id == line.user_id for s in sources):
+            return
+        if not _grounded(text, sources, pd, line.user_id, line.name):
+            return  # the validator's grounding, a safety net: the phrasing keeps the speaker's words
+        norm = " ".join(text.lower().split()).rstrip(".!")
+        old = found.get((line.user_id, norm))
+        if old is None:
+            found[(line.user_id, norm)] = Candidate(
+                user_id=line.user_id, text=text, category=category, confidence=confidence,
+                global_safe=safe, sources=sources, event_day=day, key=key)
+        elif position not in old.sources:
+            found[(line.user_id, norm)] = replace(
+                old, confidence=max(old.confidence, confidence), sources=tuple(sorted({*old.sources, *sources})),
+                event_day=old.event_day or day, key=old.key or key)
+
     for position, line in enumerate(pd.lines):
-        if not line.text or not (_FIRST.search(line.text) or _IMPLIED.search(line.text)):
+        prev = pd.lines[position - 1] if position else None
+        asked = prev is not None and prev.user_id != line.user_id and prev.text.rstrip().endswith("?")
+        if not line.text or not (asked or "(" in line.text or not _GATE_WORDS.isdisjoint(
+                _WORD.findall(line.text.lower().replace("’", "'")))):
+            earlier.setdefault(line.user_id, []).insert(0, (position, line.text))
             continue
-        own, have = _MASK.sub(" … ", _QUOTE_LINE.sub("", straight(line.text))), None
-        for sentence in sentences(own):
-            low = sentence.lower()
-            listed = _WORD.findall(low)
-            words = set(listed)
-            if "?" in sentence or "…" in sentence or "want to" in low or not words.isdisjoint(SKIP_WORDS):
-                continue  # a question, a quotation, a wish, a conditional, a joke
-            if words.isdisjoint(_FIRST_WORDS) and implied_subject(sentence) is sentence:
-                continue
-            if not words.isdisjoint(REPORTING) and not _FIRST_WORDS.isdisjoint(
-                    listed[next(i for i, w in enumerate(listed) if w in REPORTING):]):
-                continue  # reported speech: "she said I'm a nurse", "I told him I live in Rome"
-            for clause, lead in clauses(sentence, _is_date):
-                for text, category, key, safe, confidence, day in _facts_of_clause(clause, lead, pd.day):
-                    have, wanted = have if have is not None else _stems(straight(line.text)), _stems(text)
-                    if len(wanted & have) < 0.5 * len(wanted) or not wanted:
-                        continue  # grounding, a safety net: the phrasing keeps the speaker's words
-                    norm = " ".join(text.lower().split()).rstrip(".!")
-                    old = found.get((line.user_id, norm))
-                    if old is None:
-                        found[(line.user_id, norm)] = Candidate(
-                            user_id=line.user_id, text=text, category=category, confidence=confidence,
-                            global_safe=safe, sources=(position,), event_day=day, key=key)
-                    elif position not in old.sources:
-                        found[(line.user_id, norm)] = replace(
-                            old, confidence=max(old.confidence, confidence), sources=old.sources + (position,),
-                            event_day=old.event_day or day, key=old.key or key)
-    return sorted(found.values(), key=lambda c: (c.sources[0], c.text, c.user_id))
+        own = _MASK.sub(" … ", _QUOTE_LINE.sub("", straight(line.text)))
+        statements = [s for s in map(statement_part, sentences(own)) if s]
+        for sentence in statements:
+            for fact in _facts_of_sentence(sentence, pd.day):
+                add(line, position, *fact)
+        told = [s for s in statements if "…" not in s and _SKIP_LINE.isdisjoint(_WORD.findall(s.lower()))]
+        if told:
+            for text, category, key, confidence, cited in _line_facts(told, earlier.get(line.user_id, [])[:3]):
+                add(line, position, text, category, key, False, confidence, None, cited)
+        if asked and (said := answer(prev, line)) is not None:
+            add(line, position, *said, LOOSE, None)
+        earlier.setdefault(line.user_id, []).insert(0, (position, line.text))
+    named = {(c.user_id, s, w) for c in found.values() if (c.key or "").startswith("pet ")
+             for s in c.sources for w in content_tokens(c.text)}
+    kept = [c for c in found.values() if not (  # "Got a kitten" beside "Has a kitten named Miso" of its line
+        named and c.key is None and c.category == "other" and (last := content_tokens(c.text)[-1:])
+        and any((c.user_id, s, last[0]) in named for s in c.sources))]
+    return sorted(kept, key=lambda c: (c.sources[0], c.text, c.user_id))
 
 
 # Last: pipeline.summarize imports this module (the extractive summarizer's facts), so its names
 # are bound once extract_facts exists, whichever package is imported first.
-from pipeline.summarize.text import content_tokens, sentences  # noqa: E402
+from pipeline.memory.validate import _plain, word_forms  # noqa: E402  (the validator's own, for parity)
+from pipeline.summarize.text import content_tokens, sentences, tokens  # noqa: E402

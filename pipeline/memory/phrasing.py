@@ -139,12 +139,13 @@ def possessive(fragment: str) -> str:
 
 # ------------------------------------------------------------------ clauses and objects
 
-# Clauses split before a new "I" / "my" after a comma or a coordinating word ("and", "but",
-# "because"); a time or concession clause ("since I was 6", "while I …") stays in its sentence
-# and ends the object before it.
+# Clauses split before a new subject of the speaker's ("I", "my", "we", "our") after a comma or
+# a coordinating word ("and", "but", "because"); a time or concession clause ("since I was 6",
+# "while I …") stays in its sentence and ends the object before it.
+SUBJECT = r"(?:i|i'm|i've|i'll|my|we|we're|we've|we'll|our)\b"
 _CLAUSE = re.compile(r"\s*(?:[;,]|\s[-–—])\s*(?:(?:and|but|so|plus|also|because|cause|cuz)\s+)?"
-                     r"(?=(?:i|i'm|i've|i'll|my)\b)|\s+(?:and|but|so|plus|because|cause|cuz|then)\s+"
-                     r"(?=(?:i|i'm|i've|i'll|my)\b)", re.IGNORECASE)
+                     rf"(?={SUBJECT})|(?<!\bme)\s+(?:and|but|so|plus|because|cause|cuz|then)\s+(?={SUBJECT})",
+                     re.IGNORECASE)  # "me and my wife are …" is one subject
 _FILLER = re.compile(r"^(?:(?:so|well|yeah|yea|yep|yes|ok|okay|lol|lmao|haha\w*|btw|anyway|anyways|honestly|also|"
                      r"and|but|oh|ah|actually|fwiw|tbh|ngl|update|fun fact|plus|hey|hi|hello|guys|fyi|heh|hmm+|"
                      r"um+|uh+|welp|ps|omg|wow|true|same|nope|nah|no|fr|then|now|ofc|of course|just so (?:you|y'all) "
@@ -166,46 +167,86 @@ _STOP = re.compile(r"[,;:!?()\[\]]|\.(?!\w)|\s[-–—]\s|\s:[)d]\b|\s(?:and|but
                    re.IGNORECASE)
 _TAIL = re.compile(r"(?:\s+(?:on|in|at|this|next|last|by|for|the|a|an|of|to|since|around|very|so|really|until|"
                    r"till|from|before|after|every))+$", re.IGNORECASE)
-_OWN = re.compile(r"(?:i|i'm|i've|i'll|my)\b", re.IGNORECASE)
-_LEAD = re.compile(r"^(?P<d>[\w ,-]{2,30}?)\s*,?\s*(?=(?:i|i'm|i've|i'll|my)\b)", re.IGNORECASE)
+_OWN = re.compile(SUBJECT, re.IGNORECASE)
+_LEAD = re.compile(rf"^(?P<d>[\w ,-]{{2,30}}?)\s*,?\s*(?={SUBJECT})", re.IGNORECASE)
 
 
 # Chat drops the subject: "Started a new job at Mozilla", "Heading to Paris on Friday".
 _IMPLIED_PAST = frozenset("""started moved got went adopted finished visited flew bought graduated quit joined
-relocated landed turned switched""".split())
+relocated landed turned switched booked settled rescued""".split())
 _IMPLIED_ING = frozenset("""heading flying going moving starting leaving travelling traveling visiting learning
-studying working living playing""".split())
+studying working living playing relocating""".split())
 
 
 IMPLIED = _IMPLIED_PAST | _IMPLIED_ING | {"been"}
+_LEADING_ADVERBS = frozenset("just finally officially now recently also then all".split())
 
 
 def implied_subject(clause: str) -> str:
     """The clause with its dropped "I" / "I'm" put back when it starts with a verb that chat
-    says without one ("Just started at Mozilla" -> "I just started at Mozilla"); else as is."""
-    words = clause.split(" ", 2)
-    first = words[0].lower()
-    verb = words[1].lower() if first == "just" and len(words) > 1 else first
+    says without one ("Just started at Mozilla" -> "I just started at Mozilla", "finally settled
+    in Utrecht" -> "I finally settled in Utrecht"); else as is."""
+    words = clause.split(" ", 3)
+    first, at = words[0].lower(), 0
+    while at < 2 and at + 1 < len(words) and words[at].lower() in _LEADING_ADVERBS:
+        at += 1
+    verb = words[at].lower()
     if verb in _IMPLIED_PAST:
-        return "I " + clause[:1].lower() + clause[1:]
+        return ("I'm " if "all" in (w.lower() for w in words[:at]) else "I ") + clause[:1].lower() + clause[1:]
     if verb in _IMPLIED_ING and first != "just":
         return "I'm " + clause[:1].lower() + clause[1:]
     return "I've " + clause if first == "been" else clause
 
 
+# A dropped subject carried over a coordination: "packed everything and moved to Utrecht" is
+# "I packed everything" and "I moved to Utrecht"; only after a part whose subject is the
+# speaker ("I …", "we …", or a past verb without one), never after "my sister got married and".
+_CARRIED = re.compile(r"(?:\s*[,;]\s*(?:and\s+|then\s+|so\s+)?|\s+(?:and|then|&)\s+(?:then\s+)?)"
+                      r"(?=(?:(?:just|finally|then|now) )?(?:" + "|".join(sorted(IMPLIED - {"been"})) + r")\b)",
+                      re.IGNORECASE)
+_SPEAKER_FIRST = re.compile(r"(?:i|i'm|i've|we|we're|we've)\b", re.IGNORECASE)
+_PASSIVE = re.compile(r"^\S+ (?:by|in|on|at|as|with|from|for)\b", re.IGNORECASE)
+
+
+def _carried(part: str) -> list[str]:
+    """The part, or its pieces when it coordinates verbs of one dropped or stated subject."""
+    first = part.split(" ", 1)[0].lower()
+    own = _SPEAKER_FIRST.match(part) is not None
+    if not own and not (is_past(first) and not _PASSIVE.match(part)) or not _CARRIED.search(part):
+        return [part]
+    we = first in ("we", "we're", "we've")
+    out = []
+    for i, piece in enumerate(_CARRIED.split(part)):
+        piece = piece.strip()
+        if i and piece:
+            piece = implied_subject(piece)
+            if we:
+                piece = re.sub(r"^I'm ", "we're ", re.sub(r"^I ", "we ", piece))
+        if piece:
+            out.append(piece)
+    return out
+
+
+def unfilled(text: str) -> str:
+    """The text without leading filler ("lol", "btw", "honestly")."""
+    return _FILLER.sub("", text.strip()).strip()
+
+
 def clauses(sentence: str, is_date) -> list[tuple[str, str]]:
-    """(clause, leading time phrase) pairs of a sentence, split before a new "I" / "my" ("I live in
-    Lisbon and I work at Google"), leading filler ("lol", "btw") dropped; a time phrase before
+    """(clause, leading time phrase) pairs of a sentence, split before a new "I" / "my" / "we" /
+    "our" ("I live in Lisbon and I work at Google") and between verbs of one subject ("packed
+    everything and moved to Utrecht": "I moved to Utrecht" too), leading filler ("lol", "btw") dropped; a time phrase before
     the subject is set apart: "Tomorrow I'm flying to Tokyo" -> ("I'm flying to Tokyo",
     "Tomorrow"). `is_date(text)` says whether a leading phrase is a date."""
-    out = []
+    out: list[tuple[str, str]] = []
     for part in _CLAUSE.split(sentence):
         part, lead_text = _FILLER.sub("", part.strip()).strip(), ""
         lead = None if _OWN.match(part) else _LEAD.match(part)
         if lead and is_date(lead.group("d")):
             part, lead_text = part[lead.end():], lead.group("d")
         if part:
-            out.append((implied_subject(part) if out == [] else part, lead_text))
+            for piece in _carried(implied_subject(part) if out == [] else part):
+                out.append((piece, lead_text))
     return out
 
 

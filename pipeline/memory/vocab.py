@@ -124,7 +124,7 @@ divorced more fluent can became become collect knit crochet paint draw bake brew
 swim hike cycle sing skateboard snowboard ski fish doing single widowed getting graduated graduating have one two
 three four five six be fly go travel head drive visit flying going travelling traveling heading driving off
 visiting leaving taking coming returning spending leave went flew drove travelled traveled visited came returned
-attended saw spent""".split())
+attended saw spent settled adopted rescued bought brought booked all""".split())
 _WORD = re.compile(r"[a-z0-9'+#/]+")
 
 

@@ -107,13 +107,13 @@ def test_starting_a_job_later_is_a_plan():
 # ------------------------------------------------------------------ pets and family
 
 @pytest.mark.parametrize("message, text, key", [
-    ("my cat Miso knocked over my plant", "Has a cat named Miso", "pet cat name"),
-    ("My dog's name is Biscuit", "Has a dog named Biscuit", "pet dog name"),
-    ("we adopted him last year, my puppy is called Rex", "Has a puppy named Rex", "pet puppy name"),
-    ("My cat, Biscuit, is sitting on my keyboard again", "Has a cat named Biscuit", "pet cat name"),
-    ("my two cats are called Salt and Pepper", "Has cats named Salt and Pepper", "pet cat name"),
-    ("I adopted a kitten named mochi", "Has a kitten named mochi", "pet kitten name"),
-    ("I have a golden retriever named Max", "Has a golden retriever named Max", "pet retriever name"),
+    ("my cat Miso knocked over my plant", "Has a cat named Miso", "pet miso"),
+    ("My dog's name is Biscuit", "Has a dog named Biscuit", "pet biscuit"),
+    ("we adopted him last year, my puppy is called Rex", "Has a puppy named Rex", "pet rex"),
+    ("My cat, Biscuit, is sitting on my keyboard again", "Has a cat named Biscuit", "pet biscuit"),
+    ("my two cats are called Salt and Pepper", "Has cats named Salt and Pepper", "pet salt and pepper"),
+    ("I adopted a kitten named mochi", "Has a kitten named mochi", "pet mochi"),
+    ("I have a golden retriever named Max", "Has a golden retriever named Max", "pet max"),
 ])
 def test_pets(message, text, key):
     f = one(message)
@@ -141,18 +141,20 @@ def test_family(message, text, key):
 
 def test_someone_elses_facts_are_not_the_speakers():
     assert facts("my friend works at Google", "my boss lives in Paris", "He's from Spain", "You're from Spain right",
-                 "our dog Bruno is so spoiled", "We're flying to Rome next week") == []
+                 "they're flying to Rome next week", "her dog Bruno is so spoiled") == []
+    # a dropped subject is carried over only after the speaker's own verb
+    assert texts("my sister got married and moved to Paris") == ["Sister got married and moved to Paris"]
 
 
 # ------------------------------------------------------------------ favourites and preferences
 
 @pytest.mark.parametrize("message, text, key, safe", [
     ("my favourite game is Celeste", "Favourite game is Celeste", "favourite game", True),
-    ("Hollow Knight is my favorite game", "Favorite game is Hollow Knight", "favourite game", True),
-    ("my fave band is Radiohead tbh", "Fave band is Radiohead", "favourite band", True),
+    ("Hollow Knight is my favorite game", "Favourite game is Hollow Knight", "favourite game", True),
+    ("my fave band is Radiohead tbh", "Favourite band is Radiohead", "favourite band", True),
     ("My favourite band is probably Radiohead", "Favourite band is Radiohead", "favourite band", True),
-    ("My fav game of all time is Outer Wilds", "Fav game is Outer Wilds", "favourite game", True),
-    ("Outer Wilds is hands down my favorite game ever", "Favorite game is Outer Wilds", "favourite game", True),
+    ("My fav game of all time is Outer Wilds", "Favourite game is Outer Wilds", "favourite game", True),
+    ("Outer Wilds is hands down my favorite game ever", "Favourite game is Outer Wilds", "favourite game", True),
     ("my favourite food has to be sushi", "Favourite food is sushi", "favourite food", True),
     ("my favourite place is my grandma's garden", "Favourite place is their grandma's garden", "favourite place",
      False),
@@ -514,5 +516,5 @@ def test_every_fact_is_grounded_in_its_speakers_line_and_in_the_third_person():
 def test_what_is_global_safe():
     found = {f.text: f.global_safe for f in facts(*CORPUS)}
     safe = {text for text, is_safe in found.items() if is_safe}
-    assert safe == {"Favourite editor is Helix", "Favorite game is Outer Wilds", "Speaks Portuguese and English",
+    assert safe == {"Favourite editor is Helix", "Favourite game is Outer Wilds", "Speaks Portuguese and English",
                     "Is in CET", "Uses Windows"}
