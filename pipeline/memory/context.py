@@ -40,7 +40,7 @@ _CARE = re.compile(r"\b(?:(?:take|took|taking|bring|brought|walk|walked|walking)
 _UNNAMED = re.compile(rf"\b(?:my|our) (?:little |baby |old |new )?(?P<kind>{PET})\b", _I)
 _INTRO = re.compile(rf"^(?:(?:this is|meet|say hi to|introducing|here's) )?(?P<name>(?-i:[A-Z][\w'-]+))(?:\s*[!.,:]+|"
                     rf"\s[-–—])+\s*(?:she|he|they)(?:'s| is| are) (?P<det>my|our|a|an) (?:new |little |baby |rescue |"
-                    rf"\w+ )?(?P<kind>{PET})\b", _I)
+                    rf"\w+ )?(?P<kind>{PET})\b(?P<end>\s*[!.]*\s*$)?", _I)
 _HERE_I_COME = re.compile(r"(?:^|[.!]\s*)(?P<x>[\w'-]+(?: [\w'-]+){0,2}),? here (?:i|we) come\b", _I)
 _MOVING = re.compile(r"\b(?:moving day|moved|movers|moving (?:truck|van|boxes)|new (?:place|flat|apartment|house|home)|"
                      r"unpack\w*|packed|keys to)\b", _I)
@@ -60,8 +60,9 @@ def pet_facts(statements: str, earlier: list[tuple[int, str]]) -> list[tuple[str
         if not _name_ok(m.group("name")):
             continue
         kinds = list(_PET_MENTION.finditer(statements, 0, m.start()))
-        if kinds:
-            out.append((m.group("name"), kinds[-1].group("kind"), 0.9, ()))
+        if kinds:  # "we got a puppy": the household's, as sure as any "we" fact
+            we = kinds[-1].group(0).lower().startswith(("we", "our"))
+            out.append((m.group("name"), kinds[-1].group("kind"), 0.8 if we else 0.9, ()))
             continue
         for position, text in earlier:
             kinds = list(_PET_MENTION.finditer(straight(text)))
@@ -76,8 +77,9 @@ def pet_facts(statements: str, earlier: list[tuple[int, str]]) -> list[tuple[str
                 out.append((name, unnamed.pop(), 0.8, ()))
                 break
     m = _INTRO.match(statements)
-    if m and _name_ok(m.group("name")):
-        out.append((m.group("name"), m.group("kind"), 0.9 if m.group("det").lower() in ("my", "our") else 0.8, ()))
+    mine = m is not None and m.group("det").lower() in ("my", "our")
+    if m and _name_ok(m.group("name")) and (mine or m.group("end") is not None):  # not "Luna! she's a cat from …"
+        out.append((m.group("name"), m.group("kind"), 0.9 if mine else 0.8, ()))
     return [(f"Has {article(kind.lower())} named {name}", pet_key(name), confidence, cited)
             for name, kind, confidence, cited in out]
 

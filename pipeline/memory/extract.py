@@ -137,7 +137,7 @@ def _trip(sentence: str, today: dt.date) -> tuple | None:
     if when is None or rest[:when.start].strip().lower() not in ("", "on", "in", "this", "for") \
             or not _TRIP_END.match(rest[when.end:]):
         return None
-    text = f"{m.group('what').capitalize()} {'to' if m.re is TRIP else 'at'} {m.group('x')}"
+    text = f"{m.group('what').capitalize()} {m.group('to').lower() if m.re is TRIP else 'at'} {m.group('x')}"
     return text, "plan" if when.day > today else "event", None, False, LOOSE, when.day
 
 

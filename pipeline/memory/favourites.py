@@ -35,9 +35,9 @@ _AFTER = r"(?=\s*(?:$|[,.;:!)]|\s))"
 _MY_FAV = re.compile(rf"(?:\bmy |^){_PRE}{_FAV} {_THING}(?: of all time| ever| rn| atm| now| currently| these days)?"
                      rf"\s*(?P<verb>is|are|has to be|has always been|remains|=|:|is still|is now|has become|became)"
                      rf"\s+{_HEDGE}(?P<x>)", _I)
-# "Hades is my fav game", "Hades is the GOAT game", "Hades is the goat of games"
+# "Hades is my fav game", "Hades is the GOAT game", "Hades is the goat of games" (not "… of basketball")
 _IS_FAV = re.compile(rf"\s(?:is|are|'s|has to be|remains|has become|became|=|is still|is now)\s+{_HEDGE}"
-                     rf"(?:my {_PRE}{_FAV}|the {_PRE}(?:goat|g\.o\.a\.t\.?)) (?:of (?P<of>[a-z]+)|{_THING}){_AFTER}", _I)
+                     rf"(?:my {_PRE}{_FAV}|the {_PRE}(?:goat|g\.o\.a\.t\.?)) (?:of (?P<of>[a-z]+s)\b|{_THING}){_AFTER}", _I)
 # "Hades has replaced Celeste as my favourite game"
 _REPLACED = re.compile(rf"\s(?:has |have )?(?:officially |now |just |finally )?(?:replaced|overtaken|overtook|"
                        rf"dethroned|beaten|beat out|taken over from|took over from|surpassed) (?:[^,.;!]+?) as my "

@@ -104,7 +104,7 @@ def place_like(x: str) -> bool:
 
 _END = r"\s*(?:(?:now|lol|lmao|btw|tbh|ngl|rn|too|haha\w*|yay|finally|officially|:\)|:D|xd)\b\s*)*[!.\s]*$"
 _ROLE = rf"(?P<role>(?:[\w+#-]+ ){{0,3}}?{JOB})"
-_ORG = (r"(?P<x>(?!(?:the|a|an|my|our|this|that|home|work)\b)[\w&.'+-]+(?: (?!(?:for|my|your|his|her|their|our|"
+_ORG = (r"(?P<x>(?!(?:the|a|an|my|our|this|that|home|work|heart|best|worst|night|times|first|last|once|all)\b)[\w&.'+-]+(?: (?!(?:for|my|your|his|her|their|our|"
         r"to|with|and|but|is|was|as|because|since|so)\b)[\w&.'+-]+){0,3}?)")
 _FRAGMENTS = [(re.compile(p, re.IGNORECASE), kind) for p, kind in (
     # "qa tester at spotify", "senior dev @ Shopify now"
@@ -147,6 +147,6 @@ FIRST_DAY = re.compile(rf"^(?:my )?(?P<what>first day|1st day|first shift|first 
                        r"(?P<x>(?!(?:the|a|an|my|our|this|that|home|work)\b)[\w&.'+-]+(?: [\w&.'+-]+){0,2}?)"
                        r"(?=\s*(?:$|[,!.]|on\b|in\b|next\b|this\b|tomorrow\b|tmrw?\b|\d))", re.IGNORECASE)
 TRIP = re.compile(r"^(?:(?:my|our|a|the|big|family|work|road|solo|weekend|short|long) ){0,2}"
-                  r"(?P<what>trip|flight|holiday|vacation|vacay|getaway) (?:to|in) "
+                  r"(?P<what>trip|flight|holiday|vacation|vacay|getaway) (?P<to>to|in) "
                   r"(?P<x>(?!(?:the|a|my|our)\b)[\w'-]+(?: [\w'-]+){0,2}?)(?=\s*(?:$|[,!.]|on\b|in\b|next\b|this\b|"
                   r"tomorrow\b|tmrw?\b|tonight\b|for\b|from\b|at\b|\d))", re.IGNORECASE)

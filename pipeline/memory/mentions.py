@@ -37,8 +37,8 @@ him them it this that my your our because cause lol haha something someone whate
                      ) | CHATTER
 _LIST = _r(r",\s*(?:and\s+)?|\s+and\s+|\s*&\s*")
 _HOME = _r(r"\bmy (?P<what>(?:new |own |first |current )*(?:place|flat|apartment|apt|house|condo|home))"
-           r"(?: is)? in (?P<x>[\w'-]+(?: [\w'-]+){0,2}?)(?=\s*(?:$|[,.;!]|is\b|was\b|has\b|and\b|but\b|with\b|"
-           r"lol\b|now\b|tho\b|though\b))")
+           r"(?: is)? in (?P<x>(?-i:[A-Z][\w'-]*(?: [A-Z][\w'-]*){0,2})|[a-z][\w'-]+(?: [a-z][\w'-]+)?"
+           r"(?=\s*(?:$|[,.;!]|is\b|was\b|has\b|and\b|but\b|with\b|lol\b|now\b|tho\b|though\b)))")
 _NATIVE = _r(rf"\bmy (?:native|first|mother) (?:language|tongue) is (?P<x>{LANG})")
 _NAME_MY = _r(rf"\bmy (?:real |actual |first )?name is (?P<x>{_NAME}(?: {_NAME})?|[a-z][\w'-]+)")
 _TZ_MY = _r(rf"\bmy (?:time ?zone|tz) is (?P<x>{TZ})")

@@ -181,8 +181,8 @@ def started(clause: str, when, today: dt.date, add, we: bool = False) -> bool:
             if not x or (open_ended and BAD_OBJECT.match(x)) or (
                     category == "preference" and EPHEMERAL_OBJECT.search(x)):
                 return True  # "I love this", "I like Sam's idea": decided, and no fact
-            if we and not place_like(x):
-                return True  # "we moved to the new server"
+            if (we or key == "home city" and "settled" in m.group(0).lower()) and not place_like(x):
+                return True  # "we moved to the new server", "settled in for the night"
         tech = any(w in TECH for w in _TECH_WORD.findall(x.lower())[:3])
         if safe == "tech" and not tech:
             continue  # "I use a standing desk": no preference this pattern knows

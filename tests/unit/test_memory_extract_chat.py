@@ -68,6 +68,7 @@ def texts(*messages, day=WED) -> list[str]:
     ("we got a rabbit!!", "Got a rabbit", "other", None, None),
     ("we adopted two kittens", "Adopted two kittens", "other", None, None),
     ("our new place in Ghent is tiny but cute", "Has a new place in Ghent", "identity", "home city", None),
+    ("our house in Denver got flooded", "Has a house in Denver", "identity", "home city", None),
     ("our dog Bruno is so spoiled", "Has a dog named Bruno", "other", "pet bruno", None),
     ("We're flying to Rome next week", "Flying to Rome", "plan", None, D(2026, 3, 11)),
     ("me and my wife are moving to Oslo on the 20th", "Moving to Oslo", "plan", None, D(2026, 3, 20)),
@@ -152,6 +153,7 @@ def test_place_like(place, ok):
     ("just booked flights to Seoul for May 2", "Just booked flights to Seoul", "plan", None, D(2026, 5, 2)),
     ("trip to Lisbon on Aug 23", "Trip to Lisbon", "plan", None, D(2026, 8, 23)),
     ("road trip to Scotland next weekend!", "Trip to Scotland", "plan", None, D(2026, 3, 14)),
+    ("holiday in Spain next week", "Holiday in Spain", "plan", None, D(2026, 3, 11)),
     ("first day at Google tomorrow!", "First day at Google", "plan", None, D(2026, 3, 5)),
     ("going to Lisbon next Thursday, any tips?", "Going to Lisbon", "plan", None, D(2026, 3, 5)),
     ("I'm moving to Berlin on the 20th, is that crazy?", "Moving to Berlin", "plan", None, D(2026, 3, 20)),
@@ -168,7 +170,7 @@ def test_fragments_that_say_nothing_of_the_speaker():
                  "the nurse at the clinic was rude", "Made by Valve and released in 2019",
                  "great trip to Oslo",
                  "new job at Spotify for my brother", "designer at Figma? no idea",
-                 "first week at Figma was rough", "your new job at Spotify", "moving to Berlin, should I?",
+                 "first week at Figma was rough", "your new job at Spotify", "teacher at heart lol", "moving to Berlin, should I?",
                  "I'm moving to Berlin, right?", "I live in Berlin, or do I?", "moving to Rome next week, if the "
                  "visa comes through?") == []
 
@@ -226,7 +228,7 @@ def test_no_favourite_from_others_negations_the_past_or_without_a_thing():
                  "my favourite game? Hades", "nothing beats a cold beer after work", "Hades is the GOAT",
                  "Hades is my fav", "this is my favourite song", "my favourite game is not Hades",
                  "what's your fav band?", "his fav band is Radiohead", "Hades or Celeste, which is your fave?",
-                 "if I had to pick one I'd say Hades") == []
+                 "if I had to pick one I'd say Hades", "LeBron is the goat of basketball") == []
 
 
 @pytest.mark.parametrize("word, one_form", [("games", "game"), ("series", "series"), ("dishes", "dish"),
@@ -279,7 +281,7 @@ def test_no_pet_name_from_people_other_pets_or_a_wish():
                  "my sister got a puppy, her name is Luna", "took Sarah to the airport, my cat was mad",
                 "walked Sarah home, my dog was mad", "fed Sam dinner, my dog was jealous",
                  "if I got a cat I'd name her Miso", "my cat loves Mondays", "Garfield (his cat) is orange",
-                 "her name is miso?") == []
+                 "her name is miso?", "Luna! she's a cat from Sailor Moon") == []
 
 
 # ------------------------------------------------------------------ 6. restated homes
@@ -298,6 +300,7 @@ def test_restated_home(message, text, confidence):
 
 def test_not_a_new_home():
     assert facts("Tokyo here I come", "summer here I come", "settled in my new flat", "settled into my new job",
+                 "settled in for the night", "we settled in with some tea",
                  "I'm settled on the name", "Lisbon here I come? not yet lol") == []
 
 
