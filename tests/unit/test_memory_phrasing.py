@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.memory.phrasing import (agree, clauses, cut, implied_subject, object_end, possessive, sensitive,
-                                      third_person, tidy)
+                                      third_person, tidy, unfilled)
 
 
 @pytest.mark.parametrize("verb, third", [
@@ -133,3 +133,37 @@ def test_cut_keeps_a_fact_within_its_length_at_a_boundary():
 ])
 def test_sensitive(text, touchy):
     assert sensitive(text) is touchy
+
+
+def test_clauses_split_before_we_and_our_but_not_inside_me_and_my():
+    assert clauses("I work at Spotify and we just moved to Malmo", lambda t: False) == [
+        ("I work at Spotify", ""), ("we just moved to Malmo", "")]
+    assert clauses("me and my wife are moving to Oslo", lambda t: False) == [("me and my wife are moving to Oslo", "")]
+
+
+@pytest.mark.parametrize("sentence, parts", [
+    ("packed everything and moved to Utrecht", ["packed everything", "I moved to Utrecht"]),
+    ("sold the car, packed the van and moved to gent", ["sold the car, packed the van", "I moved to gent"]),
+    ("I finished my thesis and started at Google", ["I finished my thesis", "I started at Google"]),
+    ("we packed the van and moved to Oslo", ["we packed the van", "we moved to Oslo"]),
+    ("packed my bags, flying to Tokyo tomorrow", ["packed my bags", "I'm flying to Tokyo tomorrow"]),
+    # only after the speaker's own verb: not after another subject, nor a passive participle
+    ("my sister got married and moved to Paris", ["my sister got married and moved to Paris"]),
+    ("Made by Valve and released in 2019", ["Made by Valve and released in 2019"]),
+])
+def test_a_dropped_subject_is_carried_over_and(sentence, parts):
+    assert [c for c, _ in clauses(sentence, lambda t: False)] == parts
+
+
+@pytest.mark.parametrize("clause, restored", [
+    ("finally settled in Utrecht", "I finally settled in Utrecht"),
+    ("just booked flights to Seoul", "I just booked flights to Seoul"),
+    ("all settled in Lyon", "I'm all settled in Lyon"),
+    ("finally some good news", "finally some good news"),
+])
+def test_implied_subject_after_adverbs(clause, restored):
+    assert implied_subject(clause) == restored
+
+
+def test_unfilled():
+    assert unfilled("lol ok honestly Hades is my favourite") == "Hades is my favourite"
