@@ -1,22 +1,31 @@
 """The offline fact extractor: durable facts about the speakers of one partition-day, from their
-own first-person statements. No model, no I/O, deterministic; the extractive summarizer's facts.
+own statements. No model, no I/O, deterministic; the extractive summarizer's facts.
 
 A fact comes only from a speaker's own sentence (text.sentences) that is no question, quotation
-(quoted spans, code, "> " lines), reported speech, conditional, wish or joke. Sentences split
-into clauses before a new "I" / "my"; a clause starting (after filler such as "lol", or a time
-phrase) with I / I'm / I've / I'll / my is restated in the third person without the person
-(phrasing.third_person): the fact reuses the speaker's words, grounded in the line it cites.
+(quoted spans, code, "> " lines), reported speech, conditional, wish or joke; a statement before a
+question to others in one sentence stands ("going to Porto on Friday, any tips?",
+fragments.statement_part). Sentences split into clauses before a new "I" / "my" / "we" / "our"
+and between verbs of one dropped subject ("packed everything and moved to Utrecht"); a clause
+starting (after filler such as "lol", or a time phrase) with I / I'm / I've / I'll / my is
+restated in the third person without the person (phrasing.third_person): the fact reuses the
+speaker's words. A "we" / "our" clause is read as the speaker's (fragments.as_i) for where they
+live or go, family and pets only, at 0.8 (LOOSE).
 
 Specific patterns (home, job, pets, family, favourites, preferences, languages, time zones, age,
 birthday, skills, trips, events, plans) give confidence 0.9 and a `key` when a newer value
 replaces an older one; dated ones get `event_day` (dates.py): a plan when after the day, else an
-event. Other first-person statements with a proper noun, a number or an explicit date give
-0.75; the rest nothing. `global_safe` only for technical preferences, favourite media / food /
-games, languages and time zones, never when the text touches health, money, relationships,
-moderation or feelings (vocab.sensitive).
+event. Fragments without a subject ("qa tester at spotify", "trip to Oslo on Aug 23"), pets named
+in another message and answers to the question just before give 0.8. Other first-person
+statements with a proper noun, a number or an explicit date give 0.75; the rest nothing.
+`global_safe` only for technical preferences, favourite media / food / games, languages and time
+zones, never when the text touches health, money, relationships, moderation or feelings
+(vocab.sensitive). Every fact is grounded as the validator measures it (MIN_GROUNDING of its
+content words in the lines it cites) or not proposed.
 
-Modules: patterns.py (what a clause starts with), mentions.py (what it says anywhere), phrasing.py
-(the person changed, clauses, objects), vocab.py (the words), dates.py (days).
+Modules: patterns.py (what a clause starts with), mentions.py (what it says anywhere),
+favourites.py, fragments.py (questions' heads, "we", fragments), context.py (across clauses and
+messages, answers), phrasing.py (the person changed, clauses, objects), vocab.py (the words),
+dates.py (days).
 """
 
 from __future__ import annotations

@@ -67,6 +67,7 @@ _DOING_END = re.compile(r"\s+(?:nonstop|non-stop|on repeat|all day|all week|all 
 _BEFORE = re.compile(r"(?:^|[,;:!.(]|\s(?:and|but|so|because|cuz|tbh|honestly|ngl|imo|lol|ok|okay|yeah|well|nah|"
                      r"though|mind|think|guess|say|rn|now)\s)\s*", _I)
 _NOT_VALUE = re.compile(r"^(?:not|no|never|none|nothing|n't|a tie|hard|too|impossible|changing|different|whatever|"
+                        r"apparently|supposedly|allegedly|reportedly|everyone says|people say|they say|"
                         r"kinda|sort of|tied|between|either|i|i'm|we|you|your|u|ur|he|she|they|his|her|their|who|"
                         r"what|which|why|how|one|any|every|still)\b|'t\b", _I)
 

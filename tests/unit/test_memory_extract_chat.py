@@ -228,7 +228,8 @@ def test_no_favourite_from_others_negations_the_past_or_without_a_thing():
                  "my favourite game? Hades", "nothing beats a cold beer after work", "Hades is the GOAT",
                  "Hades is my fav", "this is my favourite song", "my favourite game is not Hades",
                  "what's your fav band?", "his fav band is Radiohead", "Hades or Celeste, which is your fave?",
-                 "if I had to pick one I'd say Hades", "LeBron is the goat of basketball") == []
+                 "if I had to pick one I'd say Hades", "LeBron is the goat of basketball",
+                 "apparently Hades is the GOAT game", "my friend thinks Hades is the GOAT game") == []
 
 
 @pytest.mark.parametrize("word, one_form", [("games", "game"), ("series", "series"), ("dishes", "dish"),
