@@ -16,7 +16,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from .errors import ConfigError
+from .errors import ConfigError, IdError
+from .ids import parse_id
 from .resources import config_dir
 from .safety import looks_random, redact, secret_kind
 
@@ -152,6 +153,26 @@ class SchedulerSettings(BaseModel):
     _check_timezone = field_validator("timezone")(_check_zone)
 
 
+class ControlsSettings(BaseModel):
+    """User controls (pipeline/controls/): who may act on someone else's memory."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
+
+    # A control (show, export, pause, resume, clear, erase, audit, remember, forget) proceeds only
+    # when the requester is its subject or one of these user ids; the CLI runs as the operator.
+    admins: list[int] = Field(default_factory=list, description="user ids allowed to act on anyone's memory")
+
+    @field_validator("admins", mode="before")
+    @classmethod
+    def _check_admins(cls, v):
+        if not isinstance(v, (list, tuple)):
+            raise ValueError("must be a list of user ids, e.g. admins = [1160000000000000001]")
+        try:  # the one id rule (pipeline/ids.py): a float has already lost an id's last digits
+            return [parse_id(x, "admin id") for x in v]
+        except IdError as exc:
+            raise ValueError(str(exc)) from None
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="MEMPIPE_", env_nested_delimiter="__", extra="forbid"
@@ -170,6 +191,7 @@ class Settings(BaseSettings):
     memory: MemorySettings = Field(default_factory=MemorySettings)
     gemini: GeminiSettings = Field(default_factory=GeminiSettings)
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
+    controls: ControlsSettings = Field(default_factory=ControlsSettings)
 
 
     @classmethod
