@@ -13,8 +13,10 @@ by the extractor's grounding check, as the validator would.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 
+from pipeline.memory import dates
 from pipeline.memory.favourites import singular
 from pipeline.memory.fragments import place_like
 from pipeline.memory.mentions import NOT_NAME, pet_key
@@ -89,6 +91,30 @@ def moved_here(statements: str) -> str | None:
     m = _HERE_I_COME.search(statements)
     if m and place_like(m.group("x")) and _MOVING.search(statements):
         return f"Moved to {m.group('x')}"
+    return None
+
+
+# "booked it!! Lisbon on September 13!": a place and a date alone, after a trip of the speaker's
+_PLACE_ON = re.compile(r"^(?P<x>(?-i:[A-Z][\w'-]+(?: [A-Z][\w'-]+){0,2})) (?P<rest>(?:on|from) .+?)[\s!.]*$")
+_TRIP_CUE = re.compile(r"^(?:(?:so|finally|just|ok|okay|yay|lol|omg|we|i)\W+)*(?:i'm |we're |i've |we've )?"
+                       r"(?:(?:just|finally|officially) )?(?:booked|going|flying|heading|travell?ing|(?:my |our |the )?"
+                       r"(?:trip|flights?|tickets?|holiday|vacation|vacay)(?:'s)?\b)", _I)
+_CALLED_OFF = re.compile(r"\b(?:not|n't|cancel\w*|postponed|called off|never|no longer|maybe|might)\b|n't\b", _I)
+
+
+def dated_place(statements: list[str], today: dt.date) -> tuple[str, str, dt.date] | None:
+    """(text, category, day) of "<Place> on <date>" said beside a trip of one's own in the same
+    message ("finally booked it. Lisbon on September 13!"); else None."""
+    for i, said in enumerate(statements):
+        m = _PLACE_ON.match(said)
+        if m is None or not place_like(m.group("x")):
+            continue
+        rest = m.group("rest")
+        when = dates.find_date(rest, today, False)
+        if when is None or rest[:when.start].strip().lower() not in ("", "on", "from") or rest[when.end:].strip(" !."):
+            continue
+        if any(_TRIP_CUE.match(o) and not _CALLED_OFF.search(o) for o in statements[:i] + statements[i + 1:]):
+            return f"Going to {m.group('x')}", "plan" if when.day > today else "event", when.day
     return None
 
 

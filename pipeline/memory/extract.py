@@ -37,7 +37,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from pipeline.memory import dates
-from pipeline.memory.context import answer, moved_here, pet_facts
+from pipeline.memory.context import answer, dated_place, moved_here, pet_facts
 from pipeline.memory.favourites import favourites
 from pipeline.memory.fragments import FIRST_DAY, TRIP, as_i, fragment, is_we, statement_part
 from pipeline.memory.mentions import anywhere
@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 # A fact keeps at least this share of its content words in the lines it cites (the validator's
 # `grounding`; [memory] min_grounding's default): below it the fact is not proposed.
 MIN_GROUNDING = 0.45
+
 # Per line / sentence gates.
 _MASK = re.compile(r"```.*?```|`[^`]*`|\"[^\"]*\"?|“[^”]*”?|«[^»]*»?|„[^“”]*[“”]?", re.DOTALL)
 _QUOTE_LINE = re.compile(r"^\s*>.*$", re.MULTILINE)
@@ -61,7 +62,8 @@ _QUOTE_LINE = re.compile(r"^\s*>.*$", re.MULTILINE)
 # findall per line, not a regex per kind.
 _PETS, _JOBS = (frozenset(w for alt in rx[3:-1].split("|") for w in alt.split("\\s+")) for rx in (PET, JOB))
 _GATE_WORDS = frozenset("""i my im ive i'm i've i'll we our we're we've me fav fave favs faves favourite favorite
-favourites favorites goat g.o.a.t beats tops trip flight holiday vacation vacay getaway first 1st 2nd second name
+favourites favorites goat g.o.a.t beats tops trip trip's trips flight flights tickets holiday vacation vacay getaway
+first 1st 2nd second name
 named called new""".split()) | IMPLIED | _PETS | {j + "s" for j in _JOBS} | _JOBS
 _WORD, _DIGIT = re.compile(r"[a-z0-9'+#/]+"), re.compile(r"\d")
 _FIRST_WORDS = frozenset("i my i'm i've i'll we we're we've we'll our".split())
@@ -182,15 +184,17 @@ def _facts_of_sentence(sentence: str, today: dt.date) -> tuple[tuple, ...]:
     return tuple(out)
 
 
-def _line_facts(statements: list[str], earlier: list[tuple[int, str]]):
-    """(text, category, key, confidence, earlier positions) said across the clauses of a line."""
+def _line_facts(statements: list[str], earlier: list[tuple[int, str]], today: dt.date):
+    """(text, category, key, confidence, day, earlier positions) said across the clauses of a line."""
     text = " . ".join(statements)
     low = text.lower()
     if "name" in low or "call" in low or not _PETS.isdisjoint(_WORD.findall(low)):
         for said, key, confidence, cited in pet_facts(text, earlier):
-            yield said, "other", key, confidence, cited
+            yield said, "other", key, confidence, None, cited
     if " come" in low and (moved := moved_here(text)) is not None:
-        yield moved, "identity", "home city", LOOSE, ()
+        yield moved, "identity", "home city", LOOSE, None, ()
+    if len(statements) > 1 and " on " in text and (dated := dated_place(statements, today)) is not None:
+        yield dated[0], dated[1], None, LOOSE, dated[2], ()
 
 
 def plain(text: str) -> str:
@@ -268,8 +272,9 @@ def extract_facts(pd: PartitionDay) -> list[Candidate]:
                 add(line, position, *fact)
         told = [s for s in statements if "…" not in s and _SKIP_LINE.isdisjoint(_WORD.findall(s.lower()))]
         if told:
-            for text, category, key, confidence, cited in _line_facts(told, earlier.get(line.user_id, [])[:3]):
-                add(line, position, text, category, key, False, confidence, None, cited)
+            for text, category, key, confidence, day, cited in _line_facts(
+                    told, earlier.get(line.user_id, [])[:3], pd.day):
+                add(line, position, text, category, key, False, confidence, day, cited)
         if asked and (said := answer(prev, line)) is not None:
             add(line, position, *said, LOOSE, None)
         earlier.setdefault(line.user_id, []).insert(0, (position, line.text))

@@ -347,3 +347,20 @@ def test_only_the_line_just_after_another_speakers_question_is_an_answer():
     assert ask("where do you live?", "utrecht", reply_to_user=999, reply_to_name="Cy") == []  # a reply to another
     assert [f.text for f in ask("where do you live?", "utrecht", reply_to_user=BO, reply_to_name="Bo")] == [
         "Lives in utrecht"]
+
+
+@pytest.mark.parametrize("message, day", [
+    ("finally booked it!! Lisbon on September 13!", D(2026, 9, 13)),
+    ("booked the flights. Lisbon on Sept 13", D(2026, 9, 13)),
+    ("trip's sorted. Lisbon on the 20th", D(2026, 3, 20)),
+    ("we're going!! Lisbon on the 20th", D(2026, 3, 20)),
+])
+def test_a_place_and_a_date_beside_a_trip_of_ones_own(message, day):
+    f = one(message)
+    assert (f.text, f.category, f.event_day, f.confidence) == ("Going to Lisbon", "plan", day, 0.8)
+
+
+def test_a_place_and_a_date_alone_say_nothing_of_the_speaker():
+    assert facts("Lisbon on September 13!", "trip got cancelled. Lisbon on September 13",
+                 "my sister is going. Rome on the 5th", "not going anymore. Berlin on the 20th.",
+                 "booked it? Lisbon on September 13") == []
