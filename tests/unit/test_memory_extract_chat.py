@@ -364,3 +364,37 @@ def test_a_place_and_a_date_alone_say_nothing_of_the_speaker():
     assert facts("Lisbon on September 13!", "trip got cancelled. Lisbon on September 13",
                  "my sister is going. Rome on the 5th", "not going anymore. Berlin on the 20th.",
                  "booked it? Lisbon on September 13") == []
+
+
+# ------------------------------------------------------------------ properties over all of the above
+
+CHAT = [m for m in """
+we're heading to Lisbon on 15 August
+our new place in Ghent is tiny but cute
+me and my wife are moving to Oslo on the 20th
+moved to utrecht last month
+my cat is called miso
+qa tester at spotify
+packed everything and moved to Utrecht
+first week as a designer at Figma done
+booked tickets to Lisbon for the 4th of October
+going to Lisbon next Thursday, any tips?
+Hades has replaced Celeste as my favourite game
+if i had to pick one game forever it'd be Hades
+been listening to Radiohead nonstop, easily my fav band
+had to take Miso to the vet today, my ferret ate a sock
+we adopted a puppy!! we named him Bruno
+moving day done. Utrecht here i come
+finally booked it!! Lisbon on September 13!
+""".strip().splitlines()]
+
+
+def test_chat_facts_are_deterministic_third_person_and_validated():
+    msgs = [(ANA if i % 2 else BO, m) for i, m in enumerate(CHAT)]
+    found = facts(*msgs)  # validated in facts()
+    assert found == facts(*msgs) and {s for f in found for s in f.sources} == set(range(len(CHAT)))
+    for f in found:
+        words = set(f.text.lower().replace(",", " ").split())
+        assert not words & {"i", "i'm", "i've", "my", "me", "myself", "we", "we're", "our", "us"}, f
+        assert f.text[:1].isupper() and not f.text.endswith(".") and f.confidence in (0.75, 0.8, 0.9)
+        assert f.event_day is None or f.category in ("event", "plan")
