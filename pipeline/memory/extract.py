@@ -67,6 +67,8 @@ first 1st 2nd second name
 named called new""".split()) | IMPLIED | _PETS | {j + "s" for j in _JOBS} | _JOBS
 _WORD, _DIGIT = re.compile(r"[a-z0-9'+#/]+"), re.compile(r"\d")
 _FIRST_WORDS = frozenset("i my i'm i've i'll we we're we've we'll our".split())
+_FRAGMENT_WORDS = frozenset("at @ here with for".split())  # fragments.fragment needs one
+_TRIP_WORDS = frozenset("trip flight holiday vacation vacay getaway day shift week".split())  # TRIP, FIRST_DAY
 _SKIP_LINE = SKIP_WORDS | REPORTING | {"want"}  # no pet across clauses from "if I got a cat I'd call her Miso"
 _TRIP_END = re.compile(r"^\s*(?:(?:lol|yay|finally|booked|woo+|let'?s go+|can't wait|cant wait)\b\s*)*[!.\s:)(😊🎉✈️]*$",
                        re.IGNORECASE)
@@ -170,11 +172,12 @@ def _facts_of_sentence(sentence: str, today: dt.date) -> tuple[tuple, ...]:
            for text, key, safe in favourites(plain, hypothetical) if words.isdisjoint(REPORTING)]
     if hypothetical:
         return tuple(out)  # a wish, a conditional, a joke ("if I had to pick one game, it'd be …" is a favourite)
-    if (said := fragment(plain)) is not None:
+    if (not _FRAGMENT_WORDS.isdisjoint(words) or "@" in sentence) and (said := fragment(plain)) is not None:
         return (*out, (*said, False, LOOSE, None))
-    parts = clauses(sentence, _is_date)
-    if words.isdisjoint(_FIRST_WORDS) and not any(_OWN_START.match(c) or is_we(c) for c, _ in parts):
-        trip = _trip(plain, today)
+    first = not words.isdisjoint(_FIRST_WORDS)
+    parts = clauses(sentence, _is_date) if first or not IMPLIED.isdisjoint(words) else []  # a verb without "I"
+    if not first and not any(_OWN_START.match(c) or is_we(c) for c, _ in parts):
+        trip = _trip(plain, today) if not _TRIP_WORDS.isdisjoint(words) else None
         return (*out, trip) if trip else tuple(out)
     favourite = bool(out) or _FAV_WORD.search(low) is not None  # "my favourite game is not Hades": nothing
     for clause, lead in parts:
