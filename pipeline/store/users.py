@@ -39,7 +39,7 @@ class UsersStorage(Protocol):
     def delete_user_rows(self, user_id: int, partitions: Collection[str] | None, scopes: Collection[str] | None, *,
                          conn: Connection | None = None) -> Counter: ...
     def erase_user_rows(self, user_id: int, *, days: Iterable[PartitionDay], name_words: Collection[str],
-                        names: Callable[[str], bool], subject_key: str,
+                        names: Callable[[str], bool], named_in: Collection[str], subject_key: str,
                         conn: Connection | None = None) -> tuple[Counter, set[PartitionDay]]: ...
     def last_action_id(self, *, conn: Connection | None = None) -> int: ...
     def drop_actions(self, subject_key: str, *, after_id: int, conn: Connection | None = None) -> int: ...
@@ -137,13 +137,15 @@ class UsersStore:
             return _delete_derived(cx, user_id, partitions, scopes)
 
     def erase_user_rows(self, user_id: int, *, days: Iterable[PartitionDay], name_words: Collection[str],
-                        names: Callable[[str], bool], subject_key: str,
+                        names: Callable[[str], bool], named_in: Collection[str], subject_key: str,
                         conn: Connection | None = None) -> tuple[Counter, set[PartitionDay]]:
         """Every row of the user in every table with a user_id column (found by reflection: a
         table added later is reached too); every summary of the partition-days `days` (they
         quoted or named the user) and the historical summaries and contexts built from them;
         other users' summaries, facts, profiles and contexts whose text `names` the user
-        (`name_words`: words a candidate text must contain, to narrow the read). The user's
+        (`name_words`: words a candidate text must contain, to narrow the read; `named_in`: the
+        partitions where the user has a name — only their rows, and the contexts and profiles of
+        scopes that may read them, can render it). The user's
         control_actions rows are re-keyed to `subject_key` and lose the user's id as requester.
         Returns the rows per table and every partition-day whose summaries were deleted (for
         the next run to make again)."""
@@ -151,7 +153,7 @@ class UsersStore:
         with self._in("erasing a user", conn) as cx:
             counts = _delete_derived(cx, user_id, None, None)
             counts += _delete_partition_days(cx, days)
-            named = _delete_naming(cx, user_id, name_words, names)
+            named = _delete_naming(cx, user_id, name_words, names, named_in)
             counts += named["counts"]
             days |= named["days"]
             counts += _delete_built_from(cx, days, named["historicals"])
@@ -204,16 +206,26 @@ def _delete_partition_days(conn: Connection, days: set[PartitionDay]) -> Counter
     return counts
 
 
-def _delete_naming(conn: Connection, user_id: int, words: Collection[str], names: Callable[[str], bool]) -> dict:
-    """Other users' rows whose text names the user: deleted. Returns the counts, the
-    partition-days of the daily summaries deleted, and the historical rows deleted."""
+def _delete_naming(conn: Connection, user_id: int, words: Collection[str], names: Callable[[str], bool],
+                   named_in: Collection[str]) -> dict:
+    """Other users' rows whose text names the user: deleted. Rows of partitions in `named_in`,
+    and contexts and profiles of those scopes or of scopes that read other partitions too (a
+    restricted channel reads its guild, a DM its owner's partitions); a guild the user never
+    wrote in renders no name of theirs. Returns the counts, the partition-days of the daily
+    summaries deleted, and the historical rows deleted."""
     counts: Counter = Counter()
     found_days: set[PartitionDay] = set()
     historicals: set[PartitionDay] = set()
-    for table, cols in NAMING_TEXTS if words else ():
+    within = sorted(named_in)
+    for table, cols in NAMING_TEXTS if words and within else ():
+        if "partition" in table.c:
+            where = table.c.partition.in_(within)
+        else:
+            where = sa.or_(table.c.scope.in_(within), table.c.scope.startswith("channel:"),
+                           table.c.scope.startswith("dm:"))
         keys = list(table.primary_key.columns)
         hit = sa.or_(*(table.c[col].icontains(w, autoescape=True) for col in cols for w in sorted(words)))
-        q = sa.select(*keys, *(table.c[col] for col in cols)).where(table.c.user_id != user_id, hit)
+        q = sa.select(*keys, *(table.c[col] for col in cols)).where(table.c.user_id != user_id, where, hit)
         for row in list(conn.execute(q)):
             texts = [t for t in row[len(keys):] if t]
             if not any(names(t) for t in texts):
