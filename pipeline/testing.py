@@ -26,6 +26,7 @@ from .db.types import UtcDateTime
 from .errors import StoreError
 from .store.base import hashable  # the real store's dump rendering
 from .store.derived import CONTEXT_STATE, RETENTION_KEYS
+from .testing_controls import InMemoryControls
 from .testing_facts import InMemoryFacts
 from .store.ingest import MESSAGE_IDENTITY
 from .store.locks import Lock, NullLock
@@ -129,7 +130,7 @@ def _out(row: dict, columns: Iterable[str] | None = None) -> dict:
 _CONNECTION = types.SimpleNamespace(dialect=types.SimpleNamespace(name="memory"))  # the importer only hands it back
 
 
-class InMemoryStageStore(InMemoryFacts):
+class InMemoryStageStore(InMemoryFacts, InMemoryControls):
     """StageStorage and IngestStorage in memory. `calls` holds (method, {argument: value}) for every
     storage call, in order; `called(name)` the arguments of one method's calls."""
 
@@ -315,7 +316,7 @@ class InMemoryStageStore(InMemoryFacts):
 
     @_recorded
     def write_batch(self, dailies=(), historicals=(), contexts=(), touches=(), *, facts=(), same_fact=0.85,
-                    profiles=(), removals=()):
+                    profiles=(), removals=(), dropped_days=(), queued_done=()):
         """One transaction; a partition-day's summaries are replaced whole, its facts stored with them."""
         with self._writing():
             if dailies:
@@ -336,6 +337,7 @@ class InMemoryStageStore(InMemoryFacts):
                     row = self.tables[table].get(key := (t["scope"], t["user_id"]))
                     if row is not None and row["as_of_day"] < t["as_of_day"]:
                         self._update(table, key, {"as_of_day": t["as_of_day"]})
+            self._write_controls(dropped_days, queued_done)  # after the dailies, as the SQL store
             return self._write_memory(facts, same_fact, profiles, removals)
 
     @_recorded
@@ -371,6 +373,11 @@ class InMemoryStageStore(InMemoryFacts):
         return [_out(r) for r in self._select("pipeline_runs")[::-1][:limit]]
 
 
-# The facts role (pipeline/testing_facts.py) is recorded like every other storage call.
+# The facts and controls roles (pipeline/testing_facts.py, testing_controls.py) are recorded like
+# every other storage call.
 for _name in ("memory_facts", "apply_facts", "profiles", "last_active_days", "forgotten", "forget_fact"):
     setattr(InMemoryStageStore, _name, _recorded(getattr(InMemoryFacts, _name)))
+for _name in ("exclusions", "add_exclusion", "end_exclusions", "record_action", "actions", "enqueue_days",
+              "queued_days", "dequeue_days", "find_messages", "user_messages", "delete_message_rows",
+              "drop_fact_sources"):
+    setattr(InMemoryStageStore, _name, _recorded(getattr(InMemoryControls, _name)))

@@ -15,7 +15,7 @@ from typing import Callable
 
 FLUSH_ITEMS = 200
 FLUSH_AFTER_S = 1.0
-_KINDS = ("dailies", "historicals", "contexts", "touches", "facts", "profiles", "removals")
+_KINDS = ("dailies", "historicals", "contexts", "touches", "facts", "profiles", "removals", "drops", "done")
 
 
 class Writer:
@@ -54,6 +54,17 @@ class Writer:
         self.removals.append((kind, scope, user_id))
         self._added()
 
+    def drop_day(self, partition: str, day) -> None:
+        """A partition-day with no messages left: its summaries and partition_days row go."""
+        self.drops.append((partition, day))
+        self._added()
+
+    def queued_done(self, partition: str, day, queued_at, day1) -> None:
+        """A day of the recompute queue is done (after its own write): the historical rows as of
+        other day 1s that quote it go, and it leaves the queue (store.write_batch)."""
+        self.done.append((partition, day, queued_at, day1))
+        self._added()
+
     def historical(self, row: dict) -> None:
         self.historicals.append(row)
         self._added()
@@ -80,7 +91,8 @@ class Writer:
                 setattr(self, kind, [])
             counts = self.store.write_batch(batch["dailies"], batch["historicals"], batch["contexts"],
                                             batch["touches"], facts=batch["facts"], same_fact=self.same_fact,
-                                            profiles=batch["profiles"], removals=batch["removals"])
+                                            profiles=batch["profiles"], removals=batch["removals"],
+                                            dropped_days=batch["drops"], queued_done=batch["done"])
             if self.on_facts is not None and counts:
                 self.on_facts(counts)
         self._since = None

@@ -4,6 +4,7 @@
 - ingest.py: messages, members, channels (PostgreSQL COPY)
 - derived.py: partition-days, summaries, contexts, batch writes, retention (the stages)
 - facts.py: facts blobs and forgotten facts
+- controls.py: exclusion windows, control actions, the recompute queue, message deletion
 - runs.py: pipeline_runs
 - scheduler.py: scheduler job state and leader row
 - read.py: the bot read path
@@ -18,6 +19,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from .base import StoreBase
+from .controls import ControlsStorage, ControlsStore
 from .derived import DerivedStorage, DerivedStore
 from .facts import FactsStorage, FactsStore
 from .ingest import IngestStorage, IngestStore
@@ -32,15 +34,17 @@ class LockStorage(Protocol):
              check_s: float = 10.0) -> Lock: ...
 
 
-class StageStorage(DerivedStorage, FactsStorage, RunsStorage, LockStorage, Protocol):
-    """Everything a run needs: the stages' rows, facts, its pipeline_runs row and its locks."""
+class StageStorage(DerivedStorage, FactsStorage, ControlsStorage, RunsStorage, LockStorage, Protocol):
+    """Everything a run needs: the stages' rows, facts, exclusions and the recompute queue, its
+    pipeline_runs row and its locks."""
 
     safe_url: str
 
 
-class Store(ReadStore, IngestStore, DerivedStore, FactsStore, RunsStore, SchedulerStore, LockStore, StoreBase):
+class Store(ReadStore, IngestStore, DerivedStore, FactsStore, ControlsStore, RunsStore, SchedulerStore, LockStore,
+            StoreBase):
     """Every role on one engine (`Store.open(url)`)."""
 
 
-__all__ = ["Store", "StageStorage", "DerivedStorage", "FactsStorage", "IngestStorage", "RunsStorage",
+__all__ = ["Store", "StageStorage", "DerivedStorage", "FactsStorage", "ControlsStorage", "IngestStorage", "RunsStorage",
            "SchedulerStorage", "ReadStorage", "LockStorage", "Lock", "lock_key"]
