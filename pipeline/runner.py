@@ -1,9 +1,15 @@
 """Runs: `run` (bring everything up to date as of day 1) and `replay` (a date range).
 
-A run is planned (`plan_run`, a pure function of the partitions, the days asked for and each
-guild's day 1) and then executed: daily partition-days, then historical rows, then merges. It
-records a pipeline_runs row, commits per item (or per batch for cheap summarizers: a crash keeps
-finished work and a rerun resumes), and never holds one transaction for the whole run.
+A run is planned (`plan_run`, a pure function of the partitions, the days asked for, the
+recompute queue and each guild's day 1) and then executed: daily partition-days, then historical
+rows, then merges. It records a pipeline_runs row, commits per item (or per batch for cheap
+summarizers: a crash keeps finished work and a rerun resumes), and never holds one transaction
+for the whole run.
+
+The recompute queue (pipeline/store/controls.py: a deleted message, a clear) adds partition-days
+of any age up to day 1. A queued day is removed from the queue once computed, found fresh or
+found empty (not on a dry run, not when it failed); an empty one loses its stored summaries, and
+the historical rows as of other day 1s that quoted it go (the current ones are recomputed here).
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ class RunPlan:
     partitions: list[dict]
     work: list[WorkItem]
     by_partition: dict[str, list[dt.date]] = field(default_factory=dict)
+    queued: dict[tuple[str, dt.date], dt.datetime] = field(default_factory=dict)  # -> queued_at
+    day1: dict[str, dt.date] = field(default_factory=dict)  # each partition's day 1
 
     @property
     def total(self) -> int:
@@ -69,14 +77,23 @@ def run_window(now: dt.datetime, daily_days: list[dt.date] | None, as_of: dt.dat
     return first, newest
 
 
-def plan_run(partitions: list[dict], daily_days: list[dt.date] | None, day1: Day1For) -> RunPlan:
-    """Daily items: days 1-7 of each partition (its own day 1), plus `daily_days` up to day 1."""
+def plan_run(partitions: list[dict], daily_days: list[dt.date] | None, day1: Day1For,
+             queued: list[dict] | None = None) -> RunPlan:
+    """Daily items: days 1-7 of each partition (its own day 1), plus `daily_days` up to day 1,
+    plus the `queued` days (recompute_queue rows: partition, day, queued_at) of these partitions
+    up to day 1, however old."""
     plan = RunPlan(partitions, [])
+    queued_days: dict[str, set[dt.date]] = {}
+    for q in queued or ():
+        queued_days.setdefault(q["partition"], set()).add(q["day"])
     for p in partitions:
-        d1 = day1(p["guild_id"])
+        d1 = plan.day1[p["partition"]] = day1(p["guild_id"])
         own_days = [d1 - dt.timedelta(days=i) for i in range(HISTORY_DAYS, -1, -1)]
-        days = sorted(set(own_days) | set(daily_days or []))
+        days = sorted(set(own_days) | set(daily_days or []) | queued_days.get(p["partition"], set()))
         plan.work.extend((p["partition"], p["guild_id"], d) for d in days if d <= d1)
+    planned = set((p, d) for p, _g, d in plan.work)
+    plan.queued = {(q["partition"], q["day"]): q["queued_at"] for q in queued or ()
+                   if (q["partition"], q["day"]) in planned}
     for partition, _guild, day in plan.work:
         plan.by_partition.setdefault(partition, []).append(day)
     return plan
@@ -95,7 +112,8 @@ async def bring_up_to_date(ctx: RunContext, daily_days: list[dt.date] | None, as
     parts = ctx.store.partitions_between(start - _WIDEST, end + _WIDEST, guild_id)
     if only_guilds is not None:  # e.g. the rollover of one timezone: its guilds (None = DMs)
         parts = [p for p in parts if only_guilds(p["guild_id"])]
-    plan = plan_run(parts, daily_days, day1)
+    queued = _queued(ctx, parts, guild_id, only_guilds)
+    plan = plan_run(parts, daily_days, day1, queued)
     counts = {"partition_days": 0, "daily_calls": 0}
     done = 0
 
@@ -125,34 +143,79 @@ async def bring_up_to_date(ctx: RunContext, daily_days: list[dt.date] | None, as
     return counts
 
 
+def _queued(ctx: RunContext, parts: list[dict], guild_id: int | None,
+            only_guilds: Callable[[int | None], bool] | None) -> list[dict]:
+    """The recompute queue's entries in this run's guilds (or timezone); their partitions join
+    `parts` when no message of the run's window put them there."""
+    rows = ctx.store.queued_days()
+    if not rows:
+        return []
+    known = {p["partition"]: p["guild_id"] for p in parts}
+    channels: dict[int, dict] | None = None
+    out = []
+    for q in rows:
+        if q["partition"] not in known:
+            kind, _, ident = q["partition"].partition(":")
+            if kind == "channel":
+                channels = ctx.store.channels() if channels is None else channels
+                guild = (channels.get(int(ident)) or {}).get("guild_id")
+            else:
+                guild = int(ident) if kind == "guild" else None
+            if (guild_id is not None and guild != guild_id) or (only_guilds is not None and not only_guilds(guild)):
+                continue
+            known[q["partition"]] = guild
+            parts.append({"partition": q["partition"], "guild_id": guild})
+        out.append(q)
+    return out
+
+
+def _spans(days: list[dt.date]) -> list[list[dt.date]]:
+    """Days in runs without a gap of more than a week: a partition's messages are read per run, so
+    a queued day months back does not read every message since."""
+    spans: list[list[dt.date]] = []
+    for day in sorted(days):
+        if spans and (day - spans[-1][-1]).days <= HISTORY_DAYS + 1:
+            spans[-1].append(day)
+        else:
+            spans.append([day])
+    return spans
+
+
 async def _run_dailies(ctx: RunContext, plan: RunPlan, counted: Callable[[ItemStatus], None]) -> None:
     """Partition-days run concurrently up to the configured cap: an LLM summarizer keeps several
     requests in flight (its limiter keeps them inside the quota); each writes its own rows. A
     partition's messages are read once, ahead of its days, and freed after its last day."""
-    loaded: dict[str, tuple[dict, dict]] = {}  # partition -> (its partition-days, their stored rows)
+    loaded: dict[str, tuple[dict, dict, set]] = {}  # partition -> (partition-days, stored rows, emptied days)
     loading = asyncio.Semaphore(4)  # partitions read ahead of the work, bounded for memory
     remaining = {p: len(days) for p, days in plan.by_partition.items()}
     busy: list[WorkItem] = []
+    done = (ItemStatus.COMPUTED, ItemStatus.CACHED, ItemStatus.EMPTY)
 
-    async def load(partition: str, guild: int | None) -> tuple[dict, dict]:
+    async def load(partition: str, guild: int | None) -> tuple[dict, dict, set]:
         if partition not in loaded:
             async with loading:
                 if partition not in loaded:
-                    days = plan.by_partition[partition]
-                    loaded[partition] = (load_partition_days(ctx, partition, guild, days),
-                                         ctx.store.partition_days_between(partition, min(days), max(days)))
+                    pds, stored, emptied = {}, {}, set()
+                    for days in _spans(plan.by_partition[partition]):
+                        pds |= load_partition_days(ctx, partition, guild, days, emptied)
+                        stored |= ctx.store.partition_days_between(partition, min(days), max(days))
+                    loaded[partition] = (pds, stored, emptied)
         return loaded[partition]
 
     async def one(partition: str, guild: int | None, day: dt.date, wait: bool = False) -> None:
+        queued = (partition, day) in plan.queued
         async with ctx.slot():
             # First pass: skip what another run is computing right now (both runs then share the
             # work); second pass: wait for those and find them done.
-            pds, stored = await load(partition, guild)
+            pds, stored, emptied = await load(partition, guild)
             status = await run_daily(ctx, partition, guild, day, wait=wait, pd=pds.get(day),
-                                     stored=stored.get(day) if not wait else _UNREAD)
+                                     stored=stored.get(day) if not wait else _UNREAD,
+                                     drop_if_empty=queued or day in emptied)
         if status is ItemStatus.BUSY:
             busy.append((partition, guild, day))
             return
+        if queued and status in done and not ctx.dry_run:
+            ctx.writer.queued_done(partition, day, plan.queued[(partition, day)], plan.day1[partition])
         remaining[partition] -= 1
         if not remaining[partition] and not wait:
             loaded.pop(partition, None)  # done with this partition: free its messages

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
+import re
+
+import sqlalchemy as sa
 
 from pipeline.clock import fixed_clock
 from pipeline.runner import execute
@@ -31,3 +35,20 @@ def replay(store, settings, first: str, last: str, **kw):
 def dump_derived(store) -> dict[str, list[tuple]]:
     return {t: store.dump(t) for t in ("partition_days", "daily_summaries", "historical_summaries", "memory_context",
                                             "memory_profiles")}
+
+
+def tokens_in_tables(engine, pattern: re.Pattern) -> dict[str, set[str]]:
+    """What `pattern` finds in every column of every row of every table (reflected, so a table
+    added later is scanned too): table name -> the matches."""
+    meta = sa.MetaData()
+    meta.reflect(engine)
+    found: dict[str, set[str]] = {}
+    with engine.connect() as conn:
+        for table in meta.sorted_tables:
+            for row in conn.execute(sa.select(table)):
+                for value in row:
+                    if isinstance(value, (dict, list)):
+                        value = json.dumps(value)
+                    if isinstance(value, str) and (hits := pattern.findall(value)):
+                        found.setdefault(table.name, set()).update(hits)
+    return found

@@ -68,6 +68,7 @@ class RunContext:
     _gate: asyncio.Semaphore | None = field(default=None, repr=False)
     _writer: object | None = field(default=None, repr=False)
     _forgetting: object | None = field(default=None, repr=False)
+    _exclusions: object | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         # How runs on one database share work, chosen once:
@@ -123,6 +124,15 @@ class RunContext:
 
             self._forgetting = load_forgetting(self.store)
         return self._forgetting
+
+    def exclusions(self):
+        """The exclusion windows (stages/exclusions.py): messages the daily stage leaves out,
+        read once per run."""
+        if self._exclusions is None:
+            from .exclusions import load_exclusions
+
+            self._exclusions = load_exclusions(self.store)
+        return self._exclusions
 
     def forget_cache(self) -> None:
         self._forgetting = None

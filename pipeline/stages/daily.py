@@ -64,24 +64,30 @@ def build_partition_day(ctx: RunContext, partition: str, guild_id: int | None, d
 
 
 def load_partition_days(ctx: RunContext, partition: str, guild_id: int | None,
-                        days: list[dt.date]) -> dict[dt.date, PartitionDay]:
-    """Every partition-day of `days` with messages, from one read of the partition's messages."""
+                        days: list[dt.date], emptied: set[dt.date] | None = None) -> dict[dt.date, PartitionDay]:
+    """Every partition-day of `days` with messages, from one read of the partition's messages.
+    Messages of an exclusion window (stages/exclusions.py) are left out; `emptied`, when given,
+    receives the days that had messages but none left."""
     if not days:
         return {}
     tz = ctx.tz_for_guild(guild_id)
     start, _ = day_bounds(min(days), tz)
     _, end = day_bounds(max(days), tz)
-    messages = ctx.store.messages_between(partition, start, end)
+    stored = ctx.store.messages_between(partition, start, end)
+    messages = ctx.exclusions().kept(partition, stored)
+    wanted = set(days)
+    if emptied is not None and len(messages) < len(stored):
+        emptied |= {d for m in stored if (d := m["ts"].astimezone(tz).date()) in wanted} - \
+            {m["ts"].astimezone(tz).date() for m in messages}
     if not messages:
         return {}
     # a reply names a message of its own channel: (channel id, message id)
-    in_window = {(m["channel_id"], m["message_id"]): m["user_id"] for m in messages}
+    in_window = {(m["channel_id"], m["message_id"]): m["user_id"] for m in stored}
     replies = {(m["channel_id"], m["reply_to"]) for m in messages if m["reply_to"]}
     reply_authors = {r: in_window[r] for r in replies if r in in_window}
     reply_authors |= ctx.store.authors_of(replies - set(reply_authors)) if replies - set(reply_authors) else {}
     names = _names_for(ctx, partition, messages, reply_authors)
     by_day: dict[dt.date, list[dict]] = {}
-    wanted = set(days)
     for m in messages:
         day = m["ts"].astimezone(tz).date()
         if day in wanted:
@@ -112,13 +118,19 @@ _UNKNOWN = object()
 
 async def run_daily(ctx: RunContext, partition: str, guild_id: int | None, day: dt.date, *,
                     wait: bool = True, pd: PartitionDay | None | object = _UNKNOWN,
-                    stored: dict | None | object = _UNKNOWN) -> ItemStatus:
+                    stored: dict | None | object = _UNKNOWN, drop_if_empty: bool = False) -> ItemStatus:
     """Bring one partition-day up to date (BUSY when another run is computing it and `wait` is
     false). `pd` and `stored` (its partition_days row) may be passed in when the caller read
-    them in bulk."""
+    them in bulk. `drop_if_empty`: when no message is left (deleted, excluded), the day's stored
+    summaries and partition_days row go too (without it, an empty day is left as it is: retention
+    takes chat history a day before the summaries made from it)."""
     if pd is _UNKNOWN:
         pd = build_partition_day(ctx, partition, guild_id, day)
     if pd is None:
+        if drop_if_empty and not ctx.dry_run:
+            row = ctx.store.partition_days_between(partition, day, day).get(day) if stored is _UNKNOWN else stored
+            if row is not None:
+                ctx.writer.drop_day(partition, day)
         return ItemStatus.EMPTY
     ctx.stats.partition_days += 1
     forgotten = _forgotten(ctx, pd)  # applied to what the model writes, never quoted to it

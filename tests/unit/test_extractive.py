@@ -11,6 +11,7 @@ import pytest
 
 from pipeline.config import SummaryLengths
 from pipeline.stages.daily import build_partition_day
+from pipeline.stages.exclusions import NONE as NO_EXCLUSIONS
 from pipeline.summarize import ChatLine, ExtractiveSummarizer, PartitionDay
 from pipeline.summarize.base import OPERATIONS
 from pipeline.summarize.text import sentences
@@ -328,6 +329,9 @@ class StubContext:
 
     def tz_for_guild(self, guild_id):
         return self.settings.timezones.for_guild(guild_id)
+
+    def exclusions(self):  # no exclusion window (stages/exclusions.py)
+        return NO_EXCLUSIONS
 
 
 def _msg(mid, uid, text, hour, reply_to=None):

@@ -42,3 +42,27 @@ def test_the_window_covers_every_timezone_and_the_history_before_the_first_day()
     first, last = run_window(now, None, None)
     assert first <= dt.date(2026, 11, 3) and last >= dt.date(2026, 11, 11)
     assert run_window(now, [dt.date(2026, 10, 1)], dt.date(2026, 10, 5)) == (dt.date(2026, 9, 29), dt.date(2026, 10, 5))
+
+
+def test_queued_days_join_the_plan_however_old_but_never_after_day_1():
+    parts = [{"partition": "guild:1", "guild_id": 1}, {"partition": "dm:9", "guild_id": None}]
+    at = dt.datetime(2026, 11, 9, tzinfo=UTC)
+    old, future = D - dt.timedelta(days=200), D + dt.timedelta(days=1)
+    queued = [{"partition": "guild:1", "day": old, "queued_at": at}, {"partition": "guild:1", "day": D, "queued_at": at},
+              {"partition": "guild:1", "day": future, "queued_at": at},
+              {"partition": "guild:7", "day": old, "queued_at": at}]  # not a partition of this run
+    plan = plan_run(parts, None, lambda _g: D, queued)
+    assert plan.by_partition["guild:1"] == [old] + [D - dt.timedelta(days=i) for i in range(6, -1, -1)]
+    assert plan.by_partition["dm:9"] == [D - dt.timedelta(days=i) for i in range(6, -1, -1)]
+    assert plan.queued == {("guild:1", old): at, ("guild:1", D): at}  # what the run dequeues when done
+    assert plan.day1 == {"guild:1": D, "dm:9": D}
+
+
+def test_a_partitions_messages_are_read_in_spans_without_long_gaps():
+    from pipeline.runner import _spans
+
+    week = [D - dt.timedelta(days=i) for i in range(6, -1, -1)]
+    assert _spans(week) == [week]
+    old = D - dt.timedelta(days=200)
+    assert _spans([old] + week) == [[old], week]
+    assert _spans([week[0] - dt.timedelta(days=7)] + week) == [[week[0] - dt.timedelta(days=7)] + week]  # a week apart: one read
