@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections import deque
 from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -58,17 +59,32 @@ MIN_GROUNDING = 0.45
 _MASK = re.compile(r"```.*?```|`[^`]*`|\"[^\"]*\"?|“[^”]*”?|«[^»]*»?|„[^“”]*[“”]?", re.DOTALL)
 _QUOTE_LINE = re.compile(r"^\s*>.*$", re.MULTILINE)
 # A line is read when it may say something of the speaker: a first-person word, a verb chat says
-# without "I", a favourite, a fragment, a pet; or when it answers a question. A set of words: one
-# findall per line, not a regex per kind.
+# without "I", a favourite, a trip, a pet's or a person's name; a new job, a first day, a role
+# ("qa tester at spotify", "nurse here"), a pet said to be one ("Miso! she's a cat"). Sets of
+# words: one findall per line, not a regex per kind. (An answer is read whatever it says.)
 _PETS, _JOBS = (frozenset(w for alt in rx[3:-1].split("|") for w in alt.split("\\s+")) for rx in (PET, JOB))
-_GATE_WORDS = frozenset("""i my im ive i'm i've i'll we our we're we've me fav fave favs faves favourite favorite
-favourites favorites goat g.o.a.t beats tops trip trip's trips flight flights tickets holiday vacation vacay getaway
-first 1st 2nd second name
-named called new""".split()) | IMPLIED | _PETS | {j + "s" for j in _JOBS} | _JOBS
+_GATE_WORDS = frozenset("""i my im ive i'm i've i'll we our we're we've fav fave favs faves favourite favorite
+favourites favorites goat beats tops trip trip's trips flight flights tickets holiday vacation vacay getaway name
+named called""".split()) | IMPLIED
+_GATE_PAIRS = ((frozenset("new".split()), frozenset("job position role gig".split())),
+               (frozenset("first 1st second 2nd".split()), frozenset("day week shift month".split())),
+               (_JOBS | {j + "s" for j in _JOBS}, frozenset("at here for with".split())),
+               (_PETS, frozenset("she's he's she he they're".split())))
+
+
+def _gated(text: str) -> bool:
+    if "(" in text or "@" in text:
+        return True
+    words = set(_WORD.findall(text.lower().replace("’", "'")))
+    return not _GATE_WORDS.isdisjoint(words) or any(
+        not a.isdisjoint(words) and not b.isdisjoint(words) for a, b in _GATE_PAIRS)
+
+
 _WORD, _DIGIT = re.compile(r"[a-z0-9'+#/]+"), re.compile(r"\d")
 _FIRST_WORDS = frozenset("i my i'm i've i'll we we're we've we'll our".split())
 _FRAGMENT_WORDS = frozenset("at @ here with for".split())  # fragments.fragment needs one
 _TRIP_WORDS = frozenset("trip flight holiday vacation vacay getaway day shift week".split())  # TRIP, FIRST_DAY
+_ACROSS = r(rf"name|call|come\b| on |\b{PET}")
 _SKIP_LINE = SKIP_WORDS | REPORTING | {"want"}  # no pet across clauses from "if I got a cat I'd call her Miso"
 _TRIP_END = re.compile(r"^\s*(?:(?:lol|yay|finally|booked|woo+|let'?s go+|can't wait|cant wait)\b\s*)*[!.\s:)(😊🎉✈️]*$",
                        re.IGNORECASE)
@@ -242,7 +258,7 @@ def _grounded(text: str, sources: tuple[int, ...], pd: PartitionDay, user_id: in
 def extract_facts(pd: PartitionDay) -> list[Candidate]:
     """Facts about the speakers of one partition-day, from their own statements."""
     found: dict[tuple[int, str], Candidate] = {}
-    earlier: dict[int, list[tuple[int, str]]] = {}  # the speaker's previous lines, newest first
+    earlier: dict[int, deque] = {}  # the speaker's last lines (position, text), newest first
 
     def add(line, position, text, category, key, safe, confidence, day, cited=()):
         sources = tuple(sorted({*cited, position}))
@@ -263,24 +279,23 @@ def extract_facts(pd: PartitionDay) -> list[Candidate]:
 
     for position, line in enumerate(pd.lines):
         prev = pd.lines[position - 1] if position else None
-        asked = prev is not None and prev.user_id != line.user_id and prev.text.rstrip().endswith("?")
-        if not line.text or not (asked or "(" in line.text or not _GATE_WORDS.isdisjoint(
-                _WORD.findall(line.text.lower().replace("’", "'")))):
-            earlier.setdefault(line.user_id, []).insert(0, (position, line.text))
+        mine = earlier.setdefault(line.user_id, deque(maxlen=3))
+        if not line.text:
             continue
-        own = _MASK.sub(" … ", _QUOTE_LINE.sub("", straight(line.text)))
-        statements = [s for s in map(statement_part, sentences(own)) if s]
-        for sentence in statements:
-            for fact in _facts_of_sentence(sentence, pd.day):
-                add(line, position, *fact)
-        told = [s for s in statements if "…" not in s and _SKIP_LINE.isdisjoint(_WORD.findall(s.lower()))]
-        if told:
-            for text, category, key, confidence, day, cited in _line_facts(
-                    told, earlier.get(line.user_id, [])[:3], pd.day):
-                add(line, position, text, category, key, False, confidence, day, cited)
-        if asked and (said := answer(prev, line)) is not None:
+        if prev is not None and prev.user_id != line.user_id and prev.text.rstrip().endswith("?") and (
+                said := answer(prev, line)) is not None:
             add(line, position, *said, LOOSE, None)
-        earlier.setdefault(line.user_id, []).insert(0, (position, line.text))
+        if _gated(line.text):
+            own = _MASK.sub(" … ", _QUOTE_LINE.sub("", straight(line.text)))
+            statements = [s for s in map(statement_part, sentences(own)) if s]
+            for sentence in statements:
+                for fact in _facts_of_sentence(sentence, pd.day):
+                    add(line, position, *fact)
+            told = [s for s in statements if "…" not in s and _SKIP_LINE.isdisjoint(_WORD.findall(s.lower()))] \
+                if _ACROSS.search(own) else None  # what _line_facts reads needs one of these words
+            for text, category, key, confidence, day, cited in _line_facts(told, list(mine), pd.day) if told else ():
+                add(line, position, text, category, key, False, confidence, day, cited)
+        mine.appendleft((position, line.text))
     named = {(c.user_id, s, w) for c in found.values() if (c.key or "").startswith("pet ")
              for s in c.sources for w in content_tokens(c.text)}
     kept = [c for c in found.values() if not (  # "Got a kitten" beside "Has a kitten named Miso" of its line
