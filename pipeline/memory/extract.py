@@ -63,7 +63,7 @@ _QUOTE_LINE = re.compile(r"^\s*>.*$", re.MULTILINE)
 # ("qa tester at spotify", "nurse here"), a pet said to be one ("Miso! she's a cat"). Sets of
 # words: one findall per line, not a regex per kind. (An answer is read whatever it says.)
 _PETS, _JOBS = (frozenset(w for alt in rx[3:-1].split("|") for w in alt.split("\\s+")) for rx in (PET, JOB))
-_GATE_WORDS = frozenset("""i my im ive i'm i've i'll we our we're we've fav fave favs faves favourite favorite
+_GATE_WORDS = frozenset("""i my im ive i'm i've i'll we our we're we've we'll fav fave favs faves favourite favorite
 favourites favorites goat beats tops trip trip's trips flight flights tickets holiday vacation vacay getaway name
 named called""".split()) | IMPLIED
 _GATE_PAIRS = ((frozenset("new".split()), frozenset("job position role gig".split())),
@@ -196,10 +196,11 @@ def _facts_of_sentence(sentence: str, today: dt.date) -> tuple[tuple, ...]:
         trip = _trip(plain, today) if not _TRIP_WORDS.isdisjoint(words) else None
         return (*out, trip) if trip else tuple(out)
     favourite = bool(out) or _FAV_WORD.search(low) is not None  # "my favourite game is not Hades": nothing
-    for clause, lead in parts:
+    for i, (clause, lead) in enumerate(parts):
         we = is_we(clause)
+        carried = i > 0 and clause not in sentence  # "woke up late and moved my meeting …": patterns only
         out += [f for f in _facts_of_clause(as_i(clause) if we else clause, lead, today, we)
-                if not (favourite and f[4] == GENERIC)]  # the generic rule restating a favourite
+                if not ((favourite or carried) and f[4] == GENERIC)]  # nor the generic rule restating a favourite
     return tuple(out)
 
 

@@ -72,6 +72,7 @@ def texts(*messages, day=WED) -> list[str]:
     ("our dog Bruno is so spoiled", "Has a dog named Bruno", "other", "pet bruno", None),
     ("We're flying to Rome next week", "Flying to Rome", "plan", None, D(2026, 3, 11)),
     ("me and my wife are moving to Oslo on the 20th", "Moving to Oslo", "plan", None, D(2026, 3, 20)),
+    ("we'll be in Tokyo on the 20th", "Will be in Tokyo", "plan", None, D(2026, 3, 20)),
     ("we got married in June", "Got married", "relationship", "relationship status", None),
     ("we have two kids", "Has two kids", "relationship", None, None),
 ])
@@ -170,7 +171,8 @@ def test_fragments_that_say_nothing_of_the_speaker():
                  "the nurse at the clinic was rude", "Made by Valve and released in 2019",
                  "great trip to Oslo",
                  "new job at Spotify for my brother", "designer at Figma? no idea",
-                 "first week at Figma was rough", "your new job at Spotify", "teacher at heart lol", "moving to Berlin, should I?",
+                 "first week at Figma was rough", "your new job at Spotify", "teacher at heart lol",
+                 "woke up late and moved my meeting to Friday", "she got married and moved to Lisbon", "moving to Berlin, should I?",
                  "I'm moving to Berlin, right?", "I live in Berlin, or do I?", "moving to Rome next week, if the "
                  "visa comes through?") == []
 
