@@ -104,16 +104,17 @@ def place_like(x: str) -> bool:
 
 _END = r"\s*(?:(?:now|lol|lmao|btw|tbh|ngl|rn|too|haha\w*|yay|finally|officially|:\)|:D|xd)\b\s*)*[!.\s]*$"
 _ROLE = rf"(?P<role>(?:[\w+#-]+ ){{0,3}}?{JOB})"
-_ORG = (r"(?P<x>(?!(?:the|a|an|my|our|this|that|home|work|heart|best|worst|night|times|first|last|once|all)\b)[\w&.'+-]+(?: (?!(?:for|my|your|his|her|their|our|"
-        r"to|with|and|but|is|was|as|because|since|so)\b)[\w&.'+-]+){0,3}?)")
+_ORG = (r"(?P<x>(?!(?:the|a|an|my|our|this|that|home|work|heart|best|worst|night|times|first|last|once|all|hire|fun|"
+        r"now|life|free|money|real|sure|example|instance)\b)[\w&.'+-]+(?: (?!(?:for|my|your|his|her|their|our|to|"
+        r"with|and|but|is|was|as|because|since|so)\b)[\w&.'+-]+){0,3}?)")
 _FRAGMENTS = [(re.compile(p, re.IGNORECASE), kind) for p, kind in (
     # "qa tester at spotify", "senior dev @ Shopify now"
-    (rf"^(?:(?:now|currently|still) )?(?:an? )?{_ROLE} (?:at|@|for|with) {_ORG}{_END}", "role at"),
+    (rf"^(?:(?:now|currently|still) )?(?:an? )?{_ROLE} (?P<at>at|@|for|with) {_ORG}{_END}", "role at"),
     # "nurse here", "fellow backend dev here, …"
     (rf"^(?:(?:fellow|also|another|a|an) )?{_ROLE} here\b", "role here"),
-    # "new job at Shopify!", "new role with the NHS"
+    # "new job at Shopify!", "new role with Arup"
     (rf"^(?:(?:a|my|our) )?new (?:job|position|role|gig) (?P<at>at|with|for|@) {_ORG}{_END}", "new job"),
-    # "first week as a designer at Figma done", "day one at Canonical: done"
+    # "first week as a designer at Figma done", "first day at Canonical: done"
     (rf"^(?:my )?(?:first|1st|second|2nd) (?:day|week|month|shift)(?: as an? {_ROLE})? (?:at|with|@) {_ORG}"
      r"(?:\s*[:,-]\s*|\s+)(?:is |are )?(?:done|over|complete|completed|finished|survived|down|in the books|✅)\b",
      "first week"),
@@ -131,7 +132,7 @@ def fragment(sentence: str) -> tuple[str, str, str] | None:
             return None  # "the nurse at …", "your dev here"
         x = m.group("x").strip() if "x" in rx.groupindex else ""
         if kind == "role at":
-            return f"Is {article(role)} at {x}", "skill/work", "job"
+            return f"Is {article(role)} {m.group('at').replace('@', 'at')} {x}", "skill/work", "job"
         if kind == "role here":
             return f"Is {article(role)}", "skill/work", "job"
         if kind == "new job":

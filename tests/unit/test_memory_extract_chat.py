@@ -150,6 +150,7 @@ def test_place_like(place, ok):
     ("new gig with Arup", "Has a new gig with Arup", "skill/work", "job", None),
     ("nurse here, can confirm", "Is a nurse", "skill/work", "job", None),
     ("senior dev @ Shopify now", "Is a senior dev at Shopify", "skill/work", "job", None),
+    ("translator for UNICEF", "Is a translator for UNICEF", "skill/work", "job", None),
     ("booked tickets to Lisbon for the 4th of October", "Booked tickets to Lisbon", "plan", None, D(2026, 10, 4)),
     ("just booked flights to Seoul for May 2", "Just booked flights to Seoul", "plan", None, D(2026, 5, 2)),
     ("trip to Lisbon on Aug 23", "Trip to Lisbon", "plan", None, D(2026, 8, 23)),
@@ -171,7 +172,7 @@ def test_fragments_that_say_nothing_of_the_speaker():
                  "the nurse at the clinic was rude", "Made by Valve and released in 2019",
                  "great trip to Oslo",
                  "new job at Spotify for my brother", "designer at Figma? no idea",
-                 "first week at Figma was rough", "your new job at Spotify", "teacher at heart lol",
+                 "first week at Figma was rough", "your new job at Spotify", "teacher at heart lol", "designer for hire",
                  "woke up late and moved my meeting to Friday", "she got married and moved to Lisbon", "moving to Berlin, should I?",
                  "I'm moving to Berlin, right?", "I live in Berlin, or do I?", "moving to Rome next week, if the "
                  "visa comes through?") == []
