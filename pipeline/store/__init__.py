@@ -27,6 +27,7 @@ from .locks import Lock, LockStore, lock_key
 from .read import ReadStorage, ReadStore
 from .runs import RunsStorage, RunsStore
 from .scheduler import SchedulerStorage, SchedulerStore
+from .users import UsersStore
 
 
 class LockStorage(Protocol):
@@ -42,7 +43,7 @@ class StageStorage(DerivedStorage, FactsStorage, ControlsStorage, RunsStorage, L
 
 
 class Store(ReadStore, IngestStore, DerivedStore, FactsStore, ControlsStore, RunsStore, SchedulerStore, LockStore,
-            StoreBase):
+            UsersStore, StoreBase):
     """Every role on one engine (`Store.open(url)`)."""
 
 
