@@ -34,7 +34,8 @@ _PET_MENTION = re.compile(rf"\b(?:(?:i|we)(?:'ve| have)? (?:just |finally )?(?:g
 _PRONOUN_NAME = re.compile(r"\b(?:(?:her|his|its|their) name(?:'s| is)|(?:she|he|it)(?:'s| is) (?:called|named)|"
                            r"(?:named|called) (?:her|him|it)) (?P<name>[\w'-]+)", _I)
 # "had to take Miso to the vet", "fed Miso": a name by what one does for a pet (not "took Sarah home")
-_CARE = re.compile(r"\b(?:(?:take|took|taking|bring|brought|walk|walked|walking) (?P<name>(?-i:[A-Z][\w'-]+)|[a-z][\w'-]+)"
+_CARE = re.compile(r"\b(?:(?:take|took|taking|bring|brought|walk|walked|walking) "
+                   r"(?P<name>(?-i:[A-Z][\w'-]+)|[a-z][\w'-]+)"
                    r"(?= (?:to the (?:vet|groomers?|dog park)|for (?:a|his|her|their) walk|out for a walk))|"
                    r"(?:feed|fed|feeding|groom|groomed|bathe|bathed|brush|brushed) (?P<fed>(?-i:[A-Z][\w'-]+))"
                    r"(?=\s*(?:$|[,.!;]|(?:twice|again|today|tonight|this morning|this evening|and|then|lol)\b)))(?!')",

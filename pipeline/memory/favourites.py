@@ -37,7 +37,8 @@ _MY_FAV = re.compile(rf"(?:\bmy |^){_PRE}{_FAV} {_THING}(?: of all time| ever| r
                      rf"\s+{_HEDGE}(?P<x>)", _I)
 # "Hades is my fav game", "Hades is the GOAT game", "Hades is the goat of games" (not "… of basketball")
 _IS_FAV = re.compile(rf"\s(?:is|are|'s|has to be|remains|has become|became|=|is still|is now)\s+{_HEDGE}"
-                     rf"(?:my {_PRE}{_FAV}|the {_PRE}(?:goat|g\.o\.a\.t\.?)) (?:of (?P<of>[a-z]+s)\b|{_THING}){_AFTER}", _I)
+                     rf"(?:my {_PRE}{_FAV}|the {_PRE}(?:goat|g\.o\.a\.t\.?)) (?:of (?P<of>[a-z]+s)\b|{_THING})"
+                     rf"{_AFTER}", _I)
 # "Hades has replaced Celeste as my favourite game"
 _REPLACED = re.compile(rf"\s(?:has |have )?(?:officially |now |just |finally )?(?:replaced|overtaken|overtook|"
                        rf"dethroned|beaten|beat out|taken over from|took over from|surpassed) (?:[^,.;!]+?) as my "
@@ -57,9 +58,10 @@ _IF_ONE = re.compile(rf"^if i (?:had to|could only|could|was forced to|were forc
                      r",?\s+(?:it'?d|it would|it will|it's|its|i'?d (?:go with|pick|choose|say)|i would (?:go with|"
                      r"pick|choose|say)|that'?d|would) (?:be )?(?P<x>)", _I)
 # "been playing Hades nonstop, easily my fav game"
-_DOING_FAV = re.compile(r"^(?:(?:i've |i have |i'm |i am )?(?:been |currently |still )?|i keep )(?:listening to|playing|"
-                        r"watching|reading|rewatching|replaying|bingeing|binging|obsessed with|jamming to|blasting|"
-                        rf"streaming|eating|cooking) (?P<x>[^,;]+?),?\s+{_HEDGE}my (?:new )?{_PRE}{_FAV} {_THING}"
+_DOING_FAV = re.compile(r"^(?:(?:i've |i have |i'm |i am )?(?:been |currently |still )?|i keep )"
+                        r"(?:listening to|playing|watching|reading|rewatching|replaying|bingeing|binging|obsessed with|"
+                        rf"jamming to|blasting|streaming|eating|cooking) (?P<x>[^,;]+?),?\s+{_HEDGE}my (?:new )?{_PRE}"
+                        rf"{_FAV} {_THING}"
                         r"(?:\s+(?:now|rn|atm|ever|of all time|lately|for sure|fr|lol))?\s*[.!]*$", _I)
 _DOING_END = re.compile(r"\s+(?:nonstop|non-stop|on repeat|all day|all week|all month|lately|again|every day|"
                         r"constantly|24/7|for hours|a lot|so much)\b", _I)

@@ -144,8 +144,9 @@ def fragment(sentence: str) -> tuple[str, str, str] | None:
 
 # "trip to Oslo on Aug 23", "flight to Lisbon tomorrow", "first day at Canonical on Monday": need
 # a date, and nothing after it (extract checks).
-FIRST_DAY = re.compile(rf"^(?:my )?(?P<what>first day|1st day|first shift|first week)(?: as an? {_ROLE})? (?:at|with|@) "
-                       r"(?P<x>(?!(?:the|a|an|my|our|this|that|home|work)\b)[\w&.'+-]+(?: [\w&.'+-]+){0,2}?)"
+FIRST_DAY = re.compile(rf"^(?:my )?(?P<what>first day|1st day|first shift|first week)(?: as an? {_ROLE})? "
+                       r"(?:at|with|@) (?P<x>(?!(?:the|a|an|my|our|this|that|home|work)\b)[\w&.'+-]+"
+                       r"(?: [\w&.'+-]+){0,2}?)"
                        r"(?=\s*(?:$|[,!.]|on\b|in\b|next\b|this\b|tomorrow\b|tmrw?\b|\d))", re.IGNORECASE)
 TRIP = re.compile(r"^(?:(?:my|our|a|the|big|family|work|road|solo|weekend|short|long) ){0,2}"
                   r"(?P<what>trip|flight|holiday|vacation|vacay|getaway) (?P<to>to|in) "

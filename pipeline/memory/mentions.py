@@ -32,8 +32,9 @@ _REL_NAMED = _r(rf"\bmy (?:little |big |older |younger |baby |twin |)(?P<rel>{RE
                 rf"(?:is called |named )?(?P<name>(?-i:[A-Z][a-z][\w'-]*))\b|{_MARK} (?P<low>{_LOWER}))")
 # Words after "named" / "name is" that are no name: "my name is not important", "named after".
 NOT_NAME = frozenset("""not on in the a an after literally just also actually spelled spelt pronounced weird long short
-she he i we you they common unique different same mine there here what so too very really kinda from based like is was his her their its
-him them it this that my your our because cause lol haha something someone whatever unknown secret private""".split()
+she he i we you they common unique different same mine there here what so too very really kinda from based like is was
+his her their its him them it this that my your our because cause lol haha something someone whatever unknown secret
+private""".split()
                      ) | CHATTER
 _LIST = _r(r",\s*(?:and\s+)?|\s+and\s+|\s*&\s*")
 _HOME = _r(r"\bmy (?P<what>(?:new |own |first |current )*(?:place|flat|apartment|apt|house|condo|home))"

@@ -76,7 +76,8 @@ STARTS = [(r(p), c, k, g, we) for p, c, k, g, we in (
      rf"degree|bachelor'?s|apprenticeship|residency|course))|{IVE} {ADV}been (?:learning|"
      rf"studying|practi[cs]ing|coding in|programming in|working on|building)|i {ADV}(?:study|teach)) (?P<x>)",
      "skill/work", None, False, False),
-    (rf"^i {ADV}(?:code|program|write code|develop|write) (?:mostly |mainly )?in (?P<x>)", "preference", None, "tech", False),
+    (rf"^i {ADV}(?:code|program|write code|develop|write) (?:mostly |mainly )?in (?P<x>)", "preference", None, "tech",
+     False),
     (rf"^i {ADV}(?:use|daily drive|run) (?P<x>)", "preference", None, "tech", False),
     (rf"^(?:i {ADV}play|{IVE} {ADV}been playing|{IM} {ADV}playing) (?:the )?{INSTRUMENT}\b", "skill/work",
      None, False, False),

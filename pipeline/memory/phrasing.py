@@ -235,8 +235,8 @@ def unfilled(text: str) -> str:
 def clauses(sentence: str, is_date) -> list[tuple[str, str]]:
     """(clause, leading time phrase) pairs of a sentence, split before a new "I" / "my" / "we" /
     "our" ("I live in Lisbon and I work at Google") and between verbs of one subject ("packed
-    everything and moved to Utrecht": "I moved to Utrecht" too), leading filler ("lol", "btw") dropped; a time phrase before
-    the subject is set apart: "Tomorrow I'm flying to Tokyo" -> ("I'm flying to Tokyo",
+    everything and moved to Utrecht": "I moved to Utrecht" too), leading filler ("lol", "btw")
+    dropped; a time phrase before the subject is set apart: "Tomorrow I'm flying to Tokyo" -> ("I'm flying to Tokyo",
     "Tomorrow"). `is_date(text)` says whether a leading phrase is a date."""
     out: list[tuple[str, str]] = []
     for part in _CLAUSE.split(sentence):

@@ -172,8 +172,9 @@ def test_fragments_that_say_nothing_of_the_speaker():
                  "the nurse at the clinic was rude", "Made by Valve and released in 2019",
                  "great trip to Oslo",
                  "new job at Spotify for my brother", "designer at Figma? no idea",
-                 "first week at Figma was rough", "your new job at Spotify", "teacher at heart lol", "designer for hire",
-                 "woke up late and moved my meeting to Friday", "she got married and moved to Lisbon", "moving to Berlin, should I?",
+                 "first week at Figma was rough", "your new job at Spotify", "teacher at heart lol",
+                 "designer for hire", "woke up late and moved my meeting to Friday",
+                 "she got married and moved to Lisbon", "moving to Berlin, should I?",
                  "I'm moving to Berlin, right?", "I live in Berlin, or do I?", "moving to Rome next week, if the "
                  "visa comes through?") == []
 
