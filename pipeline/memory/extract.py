@@ -65,7 +65,10 @@ _QUOTE_LINE = re.compile(r"^\s*>.*$", re.MULTILINE)
 _PETS, _JOBS = (frozenset(w for alt in rx[3:-1].split("|") for w in alt.split("\\s+")) for rx in (PET, JOB))
 _GATE_WORDS = frozenset("""i my im ive i'm i've i'll we our we're we've we'll fav fave favs faves favourite favorite
 favourites favorites goat beats tops trip trip's trips flight flights tickets holiday vacation vacay getaway name
-named called""".split()) | IMPLIED
+named called""".split())
+# A verb chat says without "I" opens a sentence or follows "and" ("packed everything and moved to …").
+_IMPLIED = r(r"(?:^|[.!?,;]\s*|\s(?:and|then|&)\s+)(?:(?:just|finally|officially|now|recently|also|then|all) ){0,2}(?:"
+             + "|".join(sorted(IMPLIED)) + r")\b")
 _GATE_PAIRS = ((frozenset("new".split()), frozenset("job position role gig".split())),
                (frozenset("first 1st second 2nd".split()), frozenset("day week shift month".split())),
                (_JOBS | {j + "s" for j in _JOBS}, frozenset("at here for with".split())),
@@ -77,7 +80,8 @@ def _gated(text: str) -> bool:
         return True
     words = set(_WORD.findall(text.lower().replace("’", "'")))
     return not _GATE_WORDS.isdisjoint(words) or any(
-        not a.isdisjoint(words) and not b.isdisjoint(words) for a, b in _GATE_PAIRS)
+        not a.isdisjoint(words) and not b.isdisjoint(words) for a, b in _GATE_PAIRS) or (
+        not IMPLIED.isdisjoint(words) and _IMPLIED.search(text) is not None)
 
 
 _WORD, _DIGIT = re.compile(r"[a-z0-9'+#/]+"), re.compile(r"\d")
