@@ -87,7 +87,9 @@ def import_cmd(state: State, paths, fmt, visibility, include_bots):
                               visibility=None if visibility == "public" else visibility,
                               include_bots=include_bots, progress=progress, clock=state.clock)
     click.echo(f"read {report.read} messages, wrote {report.written}, skipped {report.skipped}, "
-               f"cut {report.cut} over-long texts")
+               f"cut {report.cut} over-long texts"
+               + (f"; deleted {report.deleted} ({report.not_found} of {report.deletions} deletion rows matched "
+                  f"no stored message)" if report.deletions else ""))
 
 
 # ---------------------------------------------------------------- run / replay

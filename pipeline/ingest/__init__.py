@@ -4,22 +4,28 @@
 - `ingest_messages(store, rows, settings)`: write MessageIn objects or dicts from Python.
 - `import_files(store, paths, settings, fmt=...)`: JSONL files (`jsonl.py`) and
   DiscordChatExporter JSON exports (`discord.py`).
+- `delete_messages(store, ids, settings)`: a bot's message-delete events (`deletion.py`); an
+  import row `{"message_id": …, "channel_id": …, "deleted": true}` does the same in its place.
 
 Each call is one transaction: a bad row writes nothing and raises InputError naming the file
 and the line or message id. Re-importing is idempotent by (channel, message id); a newer edit
 replaces the text, and a copy that changes anything else (author, time, reply) is refused.
 """
 
+from .deletion import delete_messages, parse_message_refs
 from .importer import BATCH_SIZE, IngestReport, detect_format, import_files, ingest_messages
-from .model import MessageIn, parse_id, parse_timestamp
+from .model import DeletionIn, MessageIn, parse_id, parse_timestamp
 
 __all__ = [
     "BATCH_SIZE",
+    "DeletionIn",
     "IngestReport",
     "MessageIn",
+    "delete_messages",
     "detect_format",
     "import_files",
     "ingest_messages",
     "parse_id",
+    "parse_message_refs",
     "parse_timestamp",
 ]

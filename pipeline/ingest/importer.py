@@ -4,8 +4,9 @@ A message is (channel, message id): ids are unique only within a channel (Telegr
 chat), so the same id in another channel is another message. Idempotent by that key (the store
 upserts); a newer edit (a later edited_ts) replaces the text, an older or equal one does not, and
 a second copy that differs in anything else (author, time, reply) is refused: it would put one
-person's words under another's name. Any bad row aborts the whole import: nothing is written, and
-the InputError names the file (or "python") and the line or message id.
+person's words under another's name. A deletion row (`"deleted": true`, pipeline/ingest/deletion.py)
+deletes instead, in input order relative to the other rows. Any bad row aborts the whole import:
+nothing is written, and the InputError names the file (or "python") and the line or message id.
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ from ..config import Settings
 from ..errors import InputError
 from ..store import Store
 from ..store.ingest import MESSAGE_IDENTITY
+from .deletion import delete_in
 from .discord import read_discord
 from .jsonl import read_jsonl
-from .model import MessageIn, describe, parse_id
+from .model import DeletionIn, MessageIn, describe, is_deletion, parse_id
 
 BATCH_SIZE = 5000
 CUT_MARK = "…"
@@ -43,16 +45,21 @@ Format = Literal["jsonl", "discord"]
 
 @dataclass
 class IngestReport:
-    """Counts of one import. read = written + skipped.
+    """Counts of one import. read = written + skipped + deletions.
 
     written counts the messages sent to the store: re-importing unchanged data counts them
     again although no row changes. skipped: bot, system and empty messages. cut: texts longer
-    than settings.max_message_chars, shortened (ending in "…"), not rejected."""
+    than settings.max_message_chars, shortened (ending in "…"), not rejected. deletions: rows
+    with `"deleted": true`; deleted: the stored messages they removed; not_found: deletion rows
+    that matched no stored message."""
 
     read: int = 0
     written: int = 0
     skipped: int = 0
     cut: int = 0
+    deletions: int = 0
+    deleted: int = 0
+    not_found: int = 0
 
 
 def ingest_messages(
@@ -73,8 +80,8 @@ def ingest_messages(
         for n, raw in enumerate(rows, 1):
             report.read += 1
             where = _python_where(raw, n)
-            msg = raw if isinstance(raw, MessageIn) else _validate(raw, source, where)
-            writer.add(msg, source, where)
+            msg = raw if isinstance(raw, (MessageIn, DeletionIn)) else _validate(raw, source, where)
+            writer.take(msg, source, where)
         writer.finish()
     return report
 
@@ -121,7 +128,7 @@ def import_files(
                     if raw is None:
                         report.skipped += 1
                         continue
-                    writer.add(_validate(raw, source, where), source, where)
+                    writer.take(_validate(raw, source, where), source, where)
         writer.finish()
     return report
 
@@ -158,17 +165,19 @@ def detect_format(path: str | os.PathLike) -> Format:
 # ---------------------------------------------------------------------------------------------
 
 
-def _validate(raw: Any, source: str, where: str) -> MessageIn:
+def _validate(raw: Any, source: str, where: str) -> MessageIn | DeletionIn:
     if not isinstance(raw, Mapping):
         raise InputError(source, where, f"expected a message (a mapping of fields), got {type(raw).__name__}")
     try:
+        if is_deletion(raw):
+            return DeletionIn.model_validate(dict(raw))
         return MessageIn.model_validate(dict(raw))
     except ValidationError as exc:
         raise InputError(source, where, describe(exc)) from None
 
 
 def _python_where(raw: Any, n: int) -> str:
-    value = raw.message_id if isinstance(raw, MessageIn) else (raw.get("message_id") if isinstance(raw, Mapping) else None)
+    value = raw.message_id if isinstance(raw, (MessageIn, DeletionIn)) else (raw.get("message_id") if isinstance(raw, Mapping) else None)
     try:
         return f"message {parse_id(value)}"
     except ValueError:
@@ -195,6 +204,31 @@ class _Writer:
         self.audience: dict[int, tuple[str, int | None, str, str, str]] = {}
         self.unchecked: set[int] = set()  # channels not yet compared with the stored ones
         self.reported = 0
+        self.settings = settings
+        self.deletions: list[DeletionIn] = []  # applied after the messages read before them
+
+    def take(self, row: MessageIn | DeletionIn, source: str, where: str) -> None:
+        """A message, or a deletion: in input order (messages read before a deletion are written
+        before it; consecutive deletions are applied together)."""
+        if isinstance(row, DeletionIn):
+            if self.messages:
+                self.flush()
+            self.deletions.append(row)
+            self.report.deletions += 1
+            if len(self.deletions) >= BATCH_SIZE:
+                self._delete()
+            return
+        if self.deletions:
+            self._delete()
+        self.add(row, source, where)
+
+    def _delete(self) -> None:
+        pairs = [(d.channel_id, d.message_id) for d in self.deletions if d.channel_id is not None]
+        bare = [d.message_id for d in self.deletions if d.channel_id is None]
+        self.deletions = []
+        counts = delete_in(self.store, self.conn, pairs, bare, self.settings, self.now)
+        self.report.deleted += counts["deleted"]
+        self.report.not_found += counts["unknown"]
 
     def add(self, msg: MessageIn, source: str, where: str) -> None:
         if not msg.text.strip():
@@ -264,6 +298,8 @@ class _Writer:
 
     def finish(self) -> None:
         self.flush()
+        if self.deletions:
+            self._delete()
 
     def _same_audience(self, msg: MessageIn, partition: str, source: str, where: str) -> None:
         """A channel has one audience: refuse an input that puts it in two partitions."""

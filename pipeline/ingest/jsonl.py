@@ -3,7 +3,9 @@
 Keys: message_id, guild_id (null for DM), channel_id, visibility (public|restricted|dm), user_id,
 user_name, text, ts (ISO-8601 with offset), and optionally reply_to (a message of the same
 channel), edited_ts, is_group (DMs: true a group, false one-to-one; absent, treated as a group),
-channel_name. Blank lines are ignored. Rows are validated later, as MessageIn.
+channel_name. A row `{"message_id": …, "channel_id": …, "deleted": true}` (channel optional)
+deletes instead, in its place in the file (pipeline/ingest/deletion.py). Blank lines are ignored.
+Rows are validated later, as MessageIn or DeletionIn.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, field_validator, model_validator
@@ -137,6 +138,23 @@ class MessageIn(BaseModel):
                     "audience", "is_group is only for dm messages (a group DM), not {visibility}",
                     {"visibility": self.visibility})
         return self
+
+
+class DeletionIn(BaseModel):
+    """A deletion row of an import: `{"message_id": …, "channel_id": …, "deleted": true}`. Without
+    a channel it deletes every stored message with that id (pipeline/ingest/deletion.py)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    message_id: Id
+    channel_id: Id | None = None
+    deleted: Literal[True]
+
+
+def is_deletion(raw: Any) -> bool:
+    """A row that deletes (`"deleted": true`); `"deleted": false` is an ordinary message, any other
+    value is refused when validated (as a DeletionIn)."""
+    return isinstance(raw, Mapping) and "deleted" in raw and raw["deleted"] is not False
 
 
 def describe(exc: ValidationError) -> str:

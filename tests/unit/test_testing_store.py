@@ -10,8 +10,9 @@ import json
 
 import pytest
 
+from pipeline.clock import fixed_clock
 from pipeline.errors import InputError, StoreError
-from pipeline.ingest import import_files
+from pipeline.ingest import delete_messages, import_files
 from pipeline.retention import apply_retention
 from pipeline.runner import execute
 from pipeline.stages.facts import forget, remember
@@ -88,6 +89,9 @@ def _snapshot(store) -> dict:
         "user_partitions": store.partitions_of_users(users),
         "contexts": store.contexts(), "profiles": store.profiles(),
         "facts": store.memory_facts(), "forgotten": store.forgotten(), "runs": store.runs(50),
+        "queue": store.queued_days(), "exclusions": store.exclusions(), "actions": store.actions(),
+        "found": store.find_messages([(G1, 1), (1170000000000000010, 1190000000000010001)], [1190000000000010003]),
+        "user_messages": store.user_messages(BO, partition=f"guild:{G1}", from_ts=dt.datetime(2026, 11, 2, tzinfo=UTC)),
     }
 
 
@@ -113,6 +117,15 @@ def _scenario(store, settings, later) -> list[tuple]:
     found = asyncio.run(remember(ctx, f"guild:{G1}", BO, "Bo bakes bread for the whole server."))
     found = (found, asyncio.run(forget(ctx, f"guild:{G1}", ANA, "shulker shells")))
     step("remember, forget", found, ctx.summarizer)
+    # a deleted message (a fact rested on it), a pause ended by a resume, a clear of the past
+    deleted = delete_messages(store, [(1170000000000000010, 1190000000000010064), 1190000000000010006, 7],
+                              settings, clock=fixed_clock(nov5))
+    controls = (store.add_exclusion(CY, f"guild:{G1}", "pause", dt.datetime(2026, 11, 2, tzinfo=UTC), None, nov5),
+                store.end_exclusions(CY, f"guild:{G1}", "pause", dt.datetime(2026, 11, 3, tzinfo=UTC)),
+                store.add_exclusion(EVE, "*", "clear", None, nov5, nov5),
+                store.enqueue_days([{"partition": f"guild:{G1}", "day": D("2026-10-20"), "reason": "clear"}], nov5),
+                store.record_action("pause", str(CY), CY, f"guild:{G1}", nov5, 0, {"exclusions": 1}))
+    step("delete, exclude", (deleted, controls))
     ctx, result = _execute(store, settings, "run", None, "2026-11-06", nov13)
     step("run as of 11-06", (result.status, result.stats), ctx.summarizer)
     kept = settings.model_copy(update={"retention_days": 8})
@@ -165,6 +178,10 @@ def test_the_in_memory_store_matches_sqlite_step_by_step(sqlite_store, settings,
     assert all(n > 0 for t, n in steps["retention"][0].items() if t not in ("memory_context", "memory_profiles"))
     assert steps["retention much later"][0]["memory_context"] > 0
     assert fake.called("delete_historicals")  # users whose dailies retention took lost their historicals
+    deleted, _controls = steps["delete, exclude"][0]
+    assert deleted["deleted"] == 2 and deleted["facts_deleted"] + deleted["facts_updated"] >= 1
+    assert len(steps["delete, exclude"][2]["queue"]) == 3 and steps["run as of 11-06"][2]["queue"] == []
+    assert any(b["queued_done"] for b in fake.called("write_batch"))
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
