@@ -88,7 +88,6 @@ _WORD, _DIGIT = re.compile(r"[a-z0-9'+#/]+"), re.compile(r"\d")
 _FIRST_WORDS = frozenset("i my i'm i've i'll we we're we've we'll our".split())
 _FRAGMENT_WORDS = frozenset("at @ here with for".split())  # fragments.fragment needs one
 _TRIP_WORDS = frozenset("trip flight holiday vacation vacay getaway day shift week".split())  # TRIP, FIRST_DAY
-_ACROSS = r(rf"name|call|come\b| on |\b{PET}")
 _SKIP_LINE = SKIP_WORDS | REPORTING | {"want"}  # no pet across clauses from "if I got a cat I'd call her Miso"
 _TRIP_END = re.compile(r"^\s*(?:(?:lol|yay|finally|booked|woo+|let'?s go+|can't wait|cant wait)\b\s*)*[!.\s:)(😊🎉✈️]*$",
                        re.IGNORECASE)
@@ -296,8 +295,10 @@ def extract_facts(pd: PartitionDay) -> list[Candidate]:
             for sentence in statements:
                 for fact in _facts_of_sentence(sentence, pd.day):
                     add(line, position, *fact)
+            low = own.lower()
             told = [s for s in statements if "…" not in s and _SKIP_LINE.isdisjoint(_WORD.findall(s.lower()))] \
-                if _ACROSS.search(own) else None  # what _line_facts reads needs one of these words
+                if "name" in low or "call" in low or " come" in low or " on " in low or not _PETS.isdisjoint(
+                    _WORD.findall(low)) else None  # what _line_facts reads needs one of these words
             for text, category, key, confidence, day, cited in _line_facts(told, list(mine), pd.day) if told else ():
                 add(line, position, text, category, key, False, confidence, day, cited)
         mine.appendleft((position, line.text))
