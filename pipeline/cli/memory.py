@@ -85,14 +85,15 @@ def facts():
 @click.argument("text")
 @click.pass_obj
 def facts_remember(state: State, scope, user_id, text):
-    """Add a third-person fact about USER in SCOPE, and refresh their contexts.
+    """Add a third-person fact about USER in SCOPE, and refresh their contexts. Recorded in the
+    audit (`mempipe user audit`); runs as the operator.
 
     Example: mempipe facts remember --scope guild:1 --user 42 "Ana studies statistics."
     """
-    from ..stages.facts import remember
+    from ..controls import OPERATOR, remember
 
     rc = state.app().run_context()
-    blob = asyncio.run(_closing(rc, remember(rc, scope, user_id, text)))
+    blob = asyncio.run(_closing(rc, remember(rc, scope, user_id, text, requested_by=OPERATOR)))
     click.echo(blob)
 
 
@@ -104,13 +105,14 @@ def facts_remember(state: State, scope, user_id, text):
 def facts_forget(state: State, scope, user_id, text):
     """Forget a fact: removed from the facts, scrubbed from every stored summary and context of
     the user, and kept out of summaries made later. Exit 0 either way; prints whether it was found.
+    Recorded in the audit (`mempipe user audit`, without the fact); runs as the operator.
 
     Example: mempipe facts forget --scope guild:1 --user 42 "statistics exam"
     """
-    from ..stages.facts import forget
+    from ..controls import OPERATOR, forget
 
     rc = state.app().run_context()
-    found = asyncio.run(_closing(rc, forget(rc, scope, user_id, text)))
+    found = asyncio.run(_closing(rc, forget(rc, scope, user_id, text, requested_by=OPERATOR)))
     click.echo("forgotten" if found else "not found (recorded anyway: it will be kept out of future summaries)")
 
 
