@@ -36,6 +36,7 @@ def fact_rows(ctx: RunContext, pd: PartitionDay, given: PartitionDay, candidates
     rows: list[dict] = []
     others = {u: n for u, n in pd.speakers.items()}
     replied = {ln.reply_to_name for ln in pd.lines if ln.reply_to_name}
+    members: dict[int, str] | None = None  # every name known in the partition, read once if needed
     for c in candidates:
         name = given.speakers.get(c.user_id) or pd.speakers.get(c.user_id, "")
         c = dataclasses.replace(c, text=normalise_fact(c.text, name))
@@ -46,9 +47,14 @@ def fact_rows(ctx: RunContext, pd: PartitionDay, given: PartitionDay, candidates
             ctx.stats.reject_fact(reason)
             continue
         level = level_of(pd.partition)
+        if c.global_safe and level == "guild_public" and members is None:
+            # not only today's speakers: anyone with a name in this partition (spoke another day,
+            # mentioned as <@id> and rendered by name) is another person a global fact must not name
+            members = {u: n for (_p, u), n in ctx.store.member_names(None, [pd.partition]).items()}
         if c.global_safe and not _forgotten_anywhere(ctx, c.user_id, c.text, name) and global_refusal(
                 c.text, category=c.category, confidence=c.confidence, level=level, key=c.key,
-                other_names=[n for u, n in others.items() if u != c.user_id] + sorted(replied - {name}),
+                other_names=[n for u, n in (others | (members or {})).items() if u != c.user_id]
+                + sorted(replied - {name}),
                 settings=settings) is None:
             level = "global"
         cited = [given.lines[i] for i in sorted(set(c.sources))]
