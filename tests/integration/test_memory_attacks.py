@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 
+import pytest
 import sqlalchemy as sa
 
 from pipeline.ingest import delete_messages, ingest_messages
@@ -37,13 +38,15 @@ def run_with(store, settings, day, table, **kw):
     return run(store, settings, day, summarizer=Proposing(settings, scripted(table)), **kw)
 
 
-def all_text(store) -> str:
-    """Every value of every row of every table, as one string (a canary scan)."""
+def all_text(store, skip: tuple[str, ...] = ()) -> str:
+    """Every value of every row of every table (but `skip`), as one string (a canary scan)."""
     out = []
     meta = sa.MetaData()
     meta.reflect(store.engine)
     with store.engine.connect() as conn:
         for table in meta.sorted_tables:
+            if table.name in skip:
+                continue
             for row in conn.execute(sa.select(table)):
                 out.append(" ".join(str(v) for v in row))
     return "\n".join(out)
@@ -209,3 +212,77 @@ def test_a_replay_of_an_older_range_keeps_newer_contexts_and_a_second_replay_mak
     assert store.contexts(f"guild:{G}", ANA)[0]["as_of_day"] == newer["as_of_day"] == later
     assert store.contexts(f"guild:{G}", ANA)[0]["context"] == newer["context"]
     assert store.profiles(f"guild:{G}", ANA)[0]["profile"] == profile["profile"]
+
+
+# ------------------------------------------------------------------ 3. views, files, show, export
+
+GROUP_DM = 1170000000000000905
+
+
+def _group(row: dict) -> dict:
+    return row | {"channel_id": GROUP_DM, "is_group": True}
+
+
+def test_views_files_and_show_of_a_group_dm_and_a_guild_read_no_other_partition(store, settings, tmp_path):
+    from pipeline.controls import OPERATOR, user_export, user_show
+    from pipeline.memory.files import write_memory_files
+
+    ingest_messages(store, [_group(msg(1, DM_ANA, ANA, "hi all, hades tonight?", D1)),
+                            msg(2, GENERAL, ANA, "We moved to Lisbon", D1, 13), msg(3, SECRET, ANA, "my cat Miso", D1, 14),
+                            msg(4, DM_ANA, ANA, "my secret recipe is bolognese", D1, 15),
+                            msg(5, GENERAL, BO, "Bo keeps bees", D1, 16)], settings)
+    run_with(store, settings, D1, {"lisbon": [said("Moved to Lisbon", "identity")],
+                                   "miso": [said("Has a cat named Miso")], "hades": [said("Likes Hades", "preference")],
+                                   "bolognese": [said("Secret recipe is bolognese")], "bees": [said("Keeps bees")]})
+    private = ("Lisbon", "Miso", "bolognese")
+    group = f"dm:{GROUP_DM}"
+    text = context(store, group, ANA) or ""
+    assert "Hades" in text and not any(w in text for w in private)
+    assert [r["text"] for r in facts_for(store, ANA, group)] == ["Likes Hades"]
+    write_memory_files(store, tmp_path / "group", group)
+    write_memory_files(store, tmp_path / "guild", f"guild:{G}")
+    for path in (tmp_path / "group").rglob("*.md"):
+        content = path.read_text()
+        assert not any(w in content for w in private + ("bees",)), path
+    for path in (tmp_path / "guild").rglob("*.md"):
+        content = path.read_text()
+        assert not any(w in content for w in ("Miso", "bolognese", "Hades")), path
+    shown = user_show(store, settings, ANA, requested_by=OPERATOR, scope=group)
+    assert not any(w in repr(shown) for w in private)
+    shown = user_show(store, settings, ANA, requested_by=OPERATOR, scope=f"guild:{G}")
+    assert not any(w in repr(shown) for w in ("Miso", "bolognese", "Hades", "bees"))
+    exported = user_export(store, ANA, requested_by=OPERATOR)
+    assert "bees" not in repr(exported) and str(BO) not in repr(exported)
+
+
+# ------------------------------------------------------------------ 5. erase
+
+def test_erase_leaves_no_name_of_the_user_in_another_users_fact_profile_or_context(store, settings):
+    from pipeline.controls import OPERATOR, erase
+
+    ingest_messages(store, [msg(1, GENERAL, CY, "hi, I'm new here", D1),
+                            msg(2, GENERAL, ANA, "I play chess with Zephyrine every week", D1, 13)], settings)
+    table = {"chess": [said("Plays chess with Zephyrine every week", "preference")]}
+    run_with(store, settings, D1, table)
+    assert "Zephyrine" in context(store, f"guild:{G}", ANA)
+    erase(store, settings, CY, requested_by=OPERATOR)
+    # Ana's own message keeps the name she typed (other people's chat is theirs); nothing derived does
+    derived = all_text(store, skip=("chat_history",))
+    assert "Zephyrine" not in derived and str(CY) not in all_text(store)
+    run_with(store, settings, D1, table)
+    assert str(CY) not in all_text(store)
+
+
+@pytest.mark.xfail(strict=True, reason="a name the user's erase removed comes back on the next run from another "
+                   "user's message that typed it as plain text (chat_history keeps it; erase's names_person scrub "
+                   "applies to the rows stored at erase time only, not to rows written later)")
+def test_after_erase_and_a_run_no_derived_row_names_the_erased_user(store, settings):
+    from pipeline.controls import OPERATOR, erase
+
+    ingest_messages(store, [msg(1, GENERAL, CY, "hi, I'm new here", D1),
+                            msg(2, GENERAL, ANA, "I play chess with Zephyrine every week", D1, 13)], settings)
+    table = {"chess": [said("Plays chess with Zephyrine every week", "preference")]}
+    run_with(store, settings, D1, table)
+    erase(store, settings, CY, requested_by=OPERATOR)
+    run_with(store, settings, D1, table)
+    assert "Zephyrine" not in all_text(store, skip=("chat_history",))
