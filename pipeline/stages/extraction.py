@@ -10,15 +10,33 @@ de-duplicated against what is known (pipeline/memory/dedup.py).
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 
 from ..hashing import input_hash
-from ..memory.model import Candidate, level_of
+from ..memory.model import CATEGORIES, Candidate, level_of
 from ..memory.promote import global_refusal
-from ..memory.validate import normalise_fact, rejection
+from ..memory.validate import normalise_fact, raw_id_kind, rejection
+from ..safety import refusal_reason
 from ..summarize.base import PartitionDay
 from ..summarize.text import mentions_fact
 from .context import RunContext
 from .forgetting import Applied
+
+
+MAX_KEY_CHARS = 60
+
+
+def _category(category) -> str:
+    """Any summarizer's category word, held to the known ones (the table refuses others)."""
+    return category if category in CATEGORIES else "other"
+
+
+def _key(key) -> str | None:
+    """The attribute name is stored and exported: short, plain, no id and no instruction."""
+    if not isinstance(key, str) or not key.strip():
+        return None
+    key = " ".join(key.split())[:MAX_KEY_CHARS]
+    return None if raw_id_kind(key) or refusal_reason(key) else key
 
 
 def _forgotten_anywhere(ctx: RunContext, user_id: int, text: str, name: str) -> bool:
@@ -39,7 +57,8 @@ def fact_rows(ctx: RunContext, pd: PartitionDay, given: PartitionDay, candidates
     members: dict[int, str] | None = None  # every name known in the partition, read once if needed
     for c in candidates:
         name = given.speakers.get(c.user_id) or pd.speakers.get(c.user_id, "")
-        c = dataclasses.replace(c, text=normalise_fact(c.text, name))
+        c = dataclasses.replace(c, text=normalise_fact(c.text, name), category=_category(c.category),
+                                key=_key(c.key), event_day=c.event_day if isinstance(c.event_day, dt.date) else None)
         reason = rejection(c, given, subject_name=name, settings=settings)
         if reason is None and forgotten.scrub(c.text, c.user_id, name) != c.text:
             reason = "forgotten"  # the subject asked to forget it where this was said
