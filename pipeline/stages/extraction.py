@@ -22,7 +22,6 @@ from ..summarize.text import mentions_fact
 from .context import RunContext
 from .forgetting import Applied
 
-
 MAX_KEY_CHARS = 60
 
 
@@ -52,7 +51,6 @@ def fact_rows(ctx: RunContext, pd: PartitionDay, given: PartitionDay, candidates
     settings = ctx.settings.memory
     now = ctx.now()
     rows: list[dict] = []
-    others = {u: n for u, n in pd.speakers.items()}
     replied = {ln.reply_to_name for ln in pd.lines if ln.reply_to_name}
     members: dict[int, str] | None = None  # every name known in the partition, read once if needed
     for c in candidates:
@@ -72,7 +70,7 @@ def fact_rows(ctx: RunContext, pd: PartitionDay, given: PartitionDay, candidates
             members = {u: n for (_p, u), n in ctx.store.member_names(None, [pd.partition]).items()}
         if c.global_safe and not _forgotten_anywhere(ctx, c.user_id, c.text, name) and global_refusal(
                 c.text, category=c.category, confidence=c.confidence, level=level, key=c.key,
-                other_names=[n for u, n in (others | (members or {})).items() if u != c.user_id]
+                other_names=[n for u, n in (pd.speakers | (members or {})).items() if u != c.user_id]
                 + sorted(replied - {name}),
                 settings=settings) is None:
             level = "global"
