@@ -3,7 +3,7 @@
 A fact user U forgot in scope S applies to the partitions S's context of U is built from
 (`MergeInputs.source_partitions`: S's own partition; a restricted channel's guild as well; for
 U's one-to-one DM, every partition U posted in). In those partitions it is removed from every
-summary and facts text, U's own and other people's sentences that name U, and from every context
+summary and profile, U's own and other people's sentences that name U, and from every context
 that reads one of those partitions; nowhere else. It is applied after the model (`scrub`), never
 quoted to it: a request is written for one audience, and a fact forgotten in another must not
 reach the model with it.
@@ -91,8 +91,8 @@ def load_forgetting(store: StageStorage) -> Forgetting:
 
 @dataclass(frozen=True)
 class Reach:
-    """What one forget scrubs in the store, in its transaction (FactsStorage.write_facts): the
-    summaries of `partitions` and the facts of those scopes, every user's, and `contexts`."""
+    """What one forget scrubs in the store, in its transaction (FactsStorage.forget_fact): the
+    summaries of `partitions`, every user's, and the `contexts` (with their profiles)."""
 
     partitions: frozenset[str]
     contexts: frozenset[tuple[str, int]]

@@ -3,7 +3,7 @@
 - base.py: engine, transactions, the error boundary (driver errors -> StoreError), chunked IN
 - ingest.py: messages, members, channels (PostgreSQL COPY)
 - derived.py: partition-days, summaries, contexts, batch writes, retention (the stages)
-- facts.py: facts blobs and forgotten facts
+- facts.py: structured facts (ADD / UPDATE / NOOP in one transaction), profiles, forgotten facts
 - controls.py: exclusion windows, control actions, the recompute queue, message deletion
 - runs.py: pipeline_runs
 - scheduler.py: scheduler job state and leader row
