@@ -220,11 +220,6 @@ def _line_facts(statements: list[str], earlier: list[tuple[int, str]], today: dt
         yield dated[0], dated[1], None, LOOSE, dated[2], ()
 
 
-def plain(text: str) -> str:
-    """validate's _plain (NFKC, no accents nor format characters): plain ASCII is already so."""
-    return text if text.isascii() else _plain(text)
-
-
 @lru_cache(maxsize=4096)
 def _words_of_line(text: str) -> frozenset[str]:
     return frozenset(tokens(plain(text)))
@@ -312,5 +307,5 @@ def extract_facts(pd: PartitionDay) -> list[Candidate]:
 
 # Last: pipeline.summarize imports this module (the extractive summarizer's facts), so its names
 # are bound once extract_facts exists, whichever package is imported first.
-from pipeline.memory.validate import _plain, word_forms  # noqa: E402  (the validator's own, for parity)
+from pipeline.memory.validate import plain, word_forms  # noqa: E402  (the validator's own, for parity)
 from pipeline.summarize.text import content_tokens, sentences, tokens  # noqa: E402

@@ -71,8 +71,11 @@ def normalise_fact(text: str, subject_name: str) -> str:
 
 # ------------------------------------------------------------------ grounding
 
-def _plain(text: str) -> str:
-    """NFKC, format characters and accents removed, curly apostrophes straightened."""
+def plain(text: str) -> str:
+    """NFKC, format characters and accents removed, curly apostrophes straightened (plain ASCII
+    already is so)."""
+    if text.isascii():
+        return text
     text = unicodedata.normalize("NFKC", text)
     text = "".join(c for c in unicodedata.normalize("NFKD", text)
                    if unicodedata.category(c) not in ("Cf", "Mn"))
@@ -117,13 +120,13 @@ def grounding(text: str, cited: list[str], subject_name: str = "") -> float:
     """Share of the fact's distinct content words (text.content_tokens, minus the words of the
     subject's name) found among the words of the cited messages, compared by `word_forms`.
     0.0 when the fact has no content word left: there is nothing to ground."""
-    name_words = set(tokens(_plain(subject_name)))
-    wanted = set(content_tokens(_plain(text))) - name_words
+    name_words = set(tokens(plain(subject_name)))
+    wanted = set(content_tokens(plain(text))) - name_words
     if not wanted:
         return 0.0
     found: set[str] = set()
     for line in cited:
-        for w in tokens(_plain(line)):
+        for w in tokens(plain(line)):
             found |= word_forms(w)
     hits = sum(1 for w in wanted if word_forms(w) & found)
     return hits / len(wanted)
@@ -152,12 +155,12 @@ _HANDLE_LOOKALIKES = str.maketrans({"р": "p", "Р": "p", "ρ": "p", "Ρ": "p", 
 def raw_id_kind(text: str) -> str | None:
     """Which kind of raw id the text carries ("a long number", "Discord markup", "a prompt
     handle"), or None."""
-    plain = _plain(text)
-    if _DIGIT_RUN.search(plain):
+    flat = plain(text)
+    if _DIGIT_RUN.search(flat):
         return "a long number"
-    if _MARKUP.search(plain):
+    if _MARKUP.search(flat):
         return "Discord markup"
-    if _HANDLE.search(plain.translate(_HANDLE_LOOKALIKES)):
+    if _HANDLE.search(flat.translate(_HANDLE_LOOKALIKES)):
         return "a prompt handle"
     return None
 
