@@ -37,6 +37,7 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from pipeline.config import MemorySettings
 from pipeline.memory import dates
 from pipeline.memory.context import answer, dated_place, moved_here, pet_facts
 from pipeline.memory.favourites import favourites
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
 
 # A fact keeps at least this share of its content words in the lines it cites (the validator's
 # `grounding`; [memory] min_grounding's default): below it the fact is not proposed.
-MIN_GROUNDING = 0.45
+MIN_GROUNDING: float = MemorySettings.model_fields["min_grounding"].default
 
 # Per line / sentence gates.
 _MASK = re.compile(r"```.*?```|`[^`]*`|\"[^\"]*\"?|“[^”]*”?|«[^»]*»?|„[^“”]*[“”]?", re.DOTALL)
@@ -84,7 +85,7 @@ def _gated(text: str) -> bool:
         not IMPLIED.isdisjoint(words) and _IMPLIED.search(text) is not None)
 
 
-_WORD, _DIGIT = re.compile(r"[a-z0-9'+#/]+"), re.compile(r"\d")
+_WORD = re.compile(r"[a-z0-9'+#/]+")
 _FIRST_WORDS = frozenset("i my i'm i've i'll we we're we've we'll our".split())
 _FRAGMENT_WORDS = frozenset("at @ here with for".split())  # fragments.fragment needs one
 _TRIP_WORDS = frozenset("trip flight holiday vacation vacay getaway day shift week".split())  # TRIP, FIRST_DAY
