@@ -121,7 +121,7 @@ TRAVEL = [(r(p), past) for p, past in (
      r"(?:tickets?|flights?|trips?|trains?|hotels?|airbnbs?|holidays?|vacations?)\s+(?:to|for|in)\s+", False),
 )]
 # The word after "I" / "I'm" / "I've" / "I'll" (and adverbs) picks the patterns to try: those
-# whose text has that word (phrasing.TRIGGERS), and those for a number, a time zone or a name.
+# whose text has that word (vocab.TRIGGERS), and those for a number, a time zone or a name.
 _HEAD = r(rf"i(?:'m|'ve|'ll|\s+am|\s+have|\s+will)?\s+{ADV}(?:not\s+)?([\w'+-]+)")
 _ALWAYS = tuple(i for i, (rx, *_) in enumerate(STARTS) if r"\d" in rx.pattern or "A-Z" in rx.pattern)
 _BY_VERB = {v: tuple(i for i, (rx, *_) in enumerate(STARTS) if i in _ALWAYS or v in set(re.findall(

@@ -7,11 +7,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.memory.vocab import (  # noqa: F401  (the vocabulary is also phrasing's, as before)
-    ADV, ADVERBS, BAD_OBJECT, CHATTER, EPHEMERAL_NUMBER, EPHEMERAL_OBJECT, EVENT, GOING_TO_VERB, ILL, IM, INSTRUMENT,
-    IVE, JOB, LANG, LANGS, NOT_THINGS, NUMBER_WORDS, OPINION, OTHER_PERSON, PET, REL, REPORTING, SAFE_THINGS,
-    SENSITIVE_PREFIXES, SENSITIVE_WORDS, SKIP_WORDS, TECH, TIME_AMOUNT, TRIGGERS, TRIVIAL_PLACE, TZ, article,
-    sensitive, words_re)
+from pipeline.memory.vocab import ADVERBS
 
 # Irregular past tense forms (a verb after "I" that is one, or ends in -ed, is in the past).
 PAST = frozenset("""was were did had got went came made took saw bought left found met began became won lost
@@ -24,7 +20,6 @@ _SAME = PAST | frozenset("can could will would shall should may might must quit 
 _IRREGULAR = {"have": "has", "am": "is", "do": "does", "go": "goes", "be": "is", "'m": "is",
               "'ve": "has", "'ll": "will", "'d": "would", "don't": "doesn't", "haven't": "hasn't",
               "dont": "doesn't", "havent": "hasn't", "ain't": "isn't", "wasn't": "wasn't"}
-_SUBJECT = re.compile(r"^I(?:['’](?:m|ve|ll|d))?\b", re.IGNORECASE)
 # Object/possessive forms anywhere in the clause; "I" later in it becomes "they".
 _OBJECT = {"my": "their", "me": "them", "mine": "theirs", "myself": "themselves"}
 _LATER_I = {"i": "they", "i'm": "they're", "i've": "they've", "i'll": "they'll", "i'd": "they'd"}

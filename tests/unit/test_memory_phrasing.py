@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.memory.phrasing import (agree, clauses, cut, implied_subject, object_end, possessive, sensitive,
-                                      third_person, tidy, unfilled)
+from pipeline.memory.phrasing import (agree, clauses, cut, implied_subject, object_end, possessive, third_person,
+                                      tidy, unfilled)
+from pipeline.memory.vocab import sensitive
 
 
 @pytest.mark.parametrize("verb, third", [
