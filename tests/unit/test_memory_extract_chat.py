@@ -7,10 +7,10 @@ hypotheticals, others' statements or negations."""
 from __future__ import annotations
 
 import datetime as dt
-from types import SimpleNamespace
 
 import pytest
 
+from pipeline.config import MemorySettings
 from pipeline.memory.extract import extract_facts
 from pipeline.memory.favourites import singular
 from pipeline.memory.fragments import as_i, place_like, statement_part
@@ -20,7 +20,7 @@ from pipeline.summarize.base import ChatLine, PartitionDay
 WED = dt.date(2026, 3, 4)  # a Wednesday
 D = dt.date
 ANA, BO = 101, 202
-SETTINGS = SimpleNamespace(min_confidence=0.7, min_grounding=0.45)
+SETTINGS = MemorySettings()  # min_confidence 0.7, min_grounding 0.45
 
 
 def pd_of(*messages, day=WED) -> PartitionDay:
