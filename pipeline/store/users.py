@@ -32,7 +32,6 @@ PartitionDay = tuple[str, dt.date]
 
 
 class UsersStorage(Protocol):
-    def user_tables(self) -> list[str]: ...
     def rows_of_user(self, user_id: int) -> dict[str, list[dict]]: ...
     def summaries_of_user(self, user_id: int) -> dict[str, list[dict]]: ...
     def messages_naming_user(self, user_id: int) -> list[dict]: ...
@@ -64,11 +63,6 @@ class UsersStore:
         meta.reflect(conn)
         return [_known(t) for t in meta.sorted_tables]
 
-    def user_tables(self) -> list[str]:
-        """Every table with a user_id column, found in the database itself."""
-        with self.reading("reflecting the schema") as conn:
-            return sorted(t.name for t in self._reflected(conn) if USER_COLUMN in t.c)
-
     def rows_of_user(self, user_id: int) -> dict[str, list[dict]]:
         """Every row about or by the user, from one snapshot of the schema: each table with a
         user_id column (its rows of the user), and control_actions (the user as subject or as
@@ -95,16 +89,6 @@ class UsersStore:
                 q = sa.select(table).where(table.c.user_id == user_id).order_by(table.c.partition, table.c.day)
                 out[table.name] = [dict(r._mapping) for r in conn.execute(q)]
         return out
-
-    def messages_of_user(self, user_id: int, partitions: Collection[str] | None = None) -> list[dict]:
-        """Keys, partition, guild and time of the user's messages (all, or in these partitions)."""
-        c = chat_history.c
-        q = sa.select(c.channel_id, c.message_id, c.partition, c.guild_id, c.ts).where(c.user_id == user_id)
-        if partitions is not None:
-            if not partitions:
-                return []
-            q = q.where(c.partition.in_(sorted(partitions)))
-        return self.rows("reading a user's messages", q.order_by(c.channel_id, c.message_id))
 
     def messages_naming_user(self, user_id: int) -> list[dict]:
         """Partition, guild and time of other people's messages that mention the user (<@id>,
