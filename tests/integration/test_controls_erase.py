@@ -95,7 +95,7 @@ def test_erase_leaves_no_canary_in_any_row_of_any_table(store, settings, tmp_pat
     assert canaries(store)  # the scan sees them before
     assert "ZqxanaNick" in bo_says(store)  # Bo's summary names her (a mention rendered with her name)
     done = erase(store, settings, ANA, requested_by=ANA, clock=CLOCK)
-    assert canaries(store) == []
+    assert canaries(store) == {}
     assert done["rows"]["chat_history"] == 4 and done["rows"]["members"] == 3
 
     # nothing is about her any more but the audit, under the hash; one row added, no requester
@@ -108,16 +108,16 @@ def test_erase_leaves_no_canary_in_any_row_of_any_table(store, settings, tmp_pat
     assert str(ANA) not in json.dumps([{k: str(v) for k, v in r.items()} for r in store.actions()])
 
     run(store, settings)  # the days that quoted or named her are made again, without her
-    assert canaries(store) == []
+    assert canaries(store) == {}
     assert "@someone" in bo_says(store) and "see you tonight" in bo_says(store)
     assert store.contexts(f"guild:{G}", BO) and store.contexts(f"guild:{G}", CY)  # made again
     replay(store, settings, "2026-11-03", "2026-11-05", now=NOW, force=True)
-    assert canaries(store) == []
+    assert canaries(store) == {}
     path = tmp_path / "again.jsonl"  # a re-import of what the others said (it mentions her id)
     path.write_text("\n".join(json.dumps(r, default=str) for r in others()) + "\n")
     import_files(store, [path], settings)
     run(store, settings)
-    assert canaries(store) == []
+    assert canaries(store) == {}
     assert store.member_names([ANA]) == {}
 
 
@@ -145,10 +145,10 @@ def test_erase_reaches_a_reply_and_a_mention_in_a_day_she_did_not_speak(store, s
     run(store, settings, now=NOW.replace(hour=18))
     assert any("ZqxanaNick" in r["summary"] for r in store.dailies([dt.date(2026, 11, 5)], user_ids=[BO]))
     erase(store, settings, ANA, requested_by=ANA, clock=CLOCK)
-    assert canaries(store) == []
+    assert canaries(store) == {}
     assert (f"guild:{G}", dt.date(2026, 11, 5)) in {(r["partition"], r["day"]) for r in store.queued_days()}
     run(store, settings, now=NOW.replace(hour=18))
-    assert canaries(store) == []
+    assert canaries(store) == {}
     assert store.dailies([dt.date(2026, 11, 5)], user_ids=[BO, CY])
 
 
