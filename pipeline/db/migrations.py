@@ -65,9 +65,32 @@ def discover(dialect: str, directory: Path | None = None) -> list[Migration]:
     return [chosen[v] for v in sorted(chosen)]
 
 
+# What the splitter steps over whole: quoted text, comments, dollar-quoted bodies ($$ … $$,
+# $fn$ … $fn$: PostgreSQL functions), and the words that open and close a block.
+_LEXEME = re.compile(r"""'(?:[^']|'')*'|"(?:[^"]|"")*"|--[^\n]*|/\*.*?\*/|(\$[A-Za-z_]*\$).*?\1|\b(?:BEGIN|CASE|END)\b|;""",
+                     re.IGNORECASE | re.DOTALL)
+
+
 def split_statements(sql: str) -> list[str]:
-    lines = [ln for ln in sql.splitlines() if not ln.strip().startswith("--")]
-    parts = re.split(r";\s*(?:--[^\n]*)?$", "\n".join(lines), flags=re.MULTILINE)
+    """The statements of a migration file, each without its `;`. A `;` ends a statement only
+    outside quotes, comments, dollar-quoted bodies and BEGIN/CASE … END blocks (a SQLite
+    trigger's body is BEGIN stmt; stmt; END). Comments are dropped."""
+    parts: list[str] = []
+    current: list[str] = []
+    start = depth = 0
+    for m in _LEXEME.finditer(sql):
+        word = m.group(0).upper()
+        if word.startswith(("--", "/*")):
+            current.append(sql[start:m.start()])
+            start = m.end()
+        elif word in ("BEGIN", "CASE"):
+            depth += 1
+        elif word == "END":
+            depth = max(depth - 1, 0)
+        elif word == ";" and depth == 0:
+            parts.append("".join(current) + sql[start:m.start()])
+            current, start = [], m.end()
+    parts.append("".join(current) + sql[start:])
     return [p.strip() for p in parts if p.strip()]
 
 

@@ -87,6 +87,25 @@ memory_profiles = sa.Table(
     *_required(as_of_day=LocalDate, made_at=UtcDateTime),
 )
 
+# sql/migrations/0007_search_index.*.sql: what search reads (ARCHITECTURE.md, "search"). Written only
+# by the database's triggers on memory_facts, daily_summaries and historical_summaries; the
+# full-text side is memory_items_fts (SQLite FTS5, with its shadow tables) or the `terms` column
+# (PostgreSQL tsvector, generated), neither described here.
+memory_items = sa.Table(
+    "memory_items", metadata, sa.Column("id", Id, primary_key=True),
+    *_required(kind=sa.Text, user_id=Id, partition=sa.Text, level=sa.Text, day=LocalDate),
+    *_optional(confidence=sa.Float, fact_id=Id), *_required(body=sa.Text),
+)
+SEARCH_INDEX = "memory_items"
+FTS_TABLE = "memory_items_fts"  # SQLite; its shadow tables are memory_items_fts_<data|idx|docsize|config>
+
+
+def is_search_index(table_name: str) -> bool:
+    """The search index and the full-text engine's own tables: copies of other rows, kept by
+    triggers, so never exported, scanned or deleted from directly."""
+    return table_name == SEARCH_INDEX or table_name == FTS_TABLE or table_name.startswith(FTS_TABLE + "_")
+
+
 forgotten_facts = sa.Table(
     "forgotten_facts", metadata, sa.Column("id", Id, primary_key=True),
     *_required(scope=sa.Text, user_id=Id, fact=sa.Text, created_at=UtcDateTime),
