@@ -31,6 +31,7 @@ from .migrations import DIALECTS, discover, split_statements, upgrade
 BOOKKEEPING = "schema_migrations"
 PG_URL = os.environ.get("MEMPIPE_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 _SERIAL = {"bigint": "bigserial", "integer": "serial", "smallint": "smallserial"}
+_FTS5_SHADOWS = ("data", "idx", "content", "docsize", "config")
 
 
 def schema_file(dialect: str) -> Path:
@@ -158,15 +159,20 @@ def _sqlite(conn: Connection) -> list[str]:
         "WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' AND tbl_name <> :skip ORDER BY rowid"
     ), {"skip": BOOKKEEPING}).all()
     blocks: dict[str, list[str]] = {}
+    virtual = [name for kind, name, _, sql in rows if kind == "table" and sql.upper().startswith("CREATE VIRTUAL")]
     for kind, name, table, sql in rows:
-        if kind == "table":
+        if kind == "table" and any(name.startswith(f"{v}_") and name[len(v) + 1:] in _FTS5_SHADOWS for v in virtual):
+            continue  # made by its virtual table's CREATE
+        if kind == "table" and name in virtual:
+            blocks[table] = [_join(list(_tokens(sql))) + ";"]
+        elif kind == "table":
             head, elements, tail = split_definition(sql)
             body = ",\n".join(f"    {e}" for e in elements)
             blocks[table] = [f"{head} (\n{body}\n){tail};"]
-        elif kind == "index":
+        elif kind in ("index", "trigger"):  # a trigger on one line: its body's `;` are inside BEGIN … END
             blocks[table].append(_join(list(_tokens(sql))) + ";")
-        else:  # a view or trigger would need its own rendering and comparison
-            raise SchemaError(f"cannot render {kind} {name}: pipeline/db/schema.py knows tables and indexes")
+        else:  # a view would need its own rendering and comparison
+            raise SchemaError(f"cannot render {kind} {name}: pipeline/db/schema.py knows tables, indexes and triggers")
     return ["\n".join(b) for b in blocks.values()]
 
 
@@ -178,7 +184,7 @@ AND (c.relkind NOT IN ('r', 'i', 'S') OR (c.relkind = 'S' AND NOT EXISTS (
 _PG_TABLES = """SELECT c.oid, quote_ident(c.relname) FROM pg_class c
 WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' AND c.relname <> :skip ORDER BY c.oid"""
 _PG_COLUMNS = """SELECT quote_ident(a.attname), format_type(a.atttypid, a.atttypmod), a.attnotnull,
-    pg_get_expr(d.adbin, d.adrelid), a.attidentity <> '' OR a.attgenerated <> '',
+    pg_get_expr(d.adbin, d.adrelid), a.attidentity <> '', a.attgenerated = 's',
     (SELECT s.relname FROM pg_depend dep JOIN pg_class s ON s.oid = dep.objid AND s.relkind = 'S'
       WHERE dep.refobjid = a.attrelid AND dep.refobjsubid = a.attnum AND dep.deptype = 'a')
 FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
@@ -200,13 +206,14 @@ def _postgresql(conn: Connection) -> list[str]:
     foreign_keys: list[str] = []
     for oid, table in conn.execute(sa.text(_PG_TABLES), {"skip": BOOKKEEPING}).all():
         elements = []
-        for name, type_, not_null, default, special, owned_seq in conn.execute(sa.text(_PG_COLUMNS), {"oid": oid}):
-            if special:
-                raise SchemaError(f"cannot render identity or generated column {table}.{name}")
+        for name, type_, not_null, default, identity, generated, owned_seq in conn.execute(sa.text(_PG_COLUMNS), {"oid": oid}):
+            if identity:
+                raise SchemaError(f"cannot render identity column {table}.{name}")
             if owned_seq and default == f"nextval('{owned_seq}'::regclass)" and type_ in _SERIAL:
                 type_, default = _SERIAL[type_], None  # how the migrations spell it
-            elements.append(f"{name} {type_}" + (f" DEFAULT {default}" if default else "")
-                            + (" NOT NULL" if not_null else ""))
+            value = (f" GENERATED ALWAYS AS ({default}) STORED" if generated
+                     else f" DEFAULT {default}" if default else "")
+            elements.append(f"{name} {type_}{value}" + (" NOT NULL" if not_null else ""))
         for name, kind, definition in conn.execute(sa.text(_PG_CONSTRAINTS), {"oid": oid}):
             if kind == "f":  # after every table, so the order of CREATE TABLEs does not matter
                 foreign_keys.append(f"ALTER TABLE {table} ADD CONSTRAINT {name} {definition};")
@@ -217,7 +224,23 @@ def _postgresql(conn: Connection) -> list[str]:
         for (definition,) in conn.execute(sa.text(_PG_INDEXES), {"oid": oid}):
             block.append(definition.replace(f" ON {schema}.", " ON ", 1) + ";")
         blocks.append("\n".join(block))
-    return blocks + (["\n".join(foreign_keys)] if foreign_keys else [])
+    # functions after the tables (a LANGUAGE sql body is checked against them when created), in
+    # the order they were made (one may call another); then the triggers that run them
+    functions = [_unqualified(d, schema) + ";" for (d,) in conn.execute(sa.text(_PG_FUNCTIONS))]
+    triggers = [_unqualified(d, schema) + ";" for (d,) in conn.execute(sa.text(_PG_TRIGGERS))]
+    return blocks + [b for b in ("\n".join(foreign_keys), "\n\n".join(functions), "\n".join(triggers)) if b]
+
+
+_PG_FUNCTIONS = """SELECT pg_get_functiondef(p.oid) FROM pg_proc p
+WHERE p.pronamespace = current_schema()::regnamespace ORDER BY p.oid"""
+_PG_TRIGGERS = """SELECT pg_get_triggerdef(t.oid) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+WHERE c.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal ORDER BY t.oid"""
+
+
+def _unqualified(definition: str, schema: str) -> str:
+    """A function or trigger definition without the scratch schema's name (the files are loaded
+    into whatever schema the search_path names), and CREATE, not CREATE OR REPLACE."""
+    return definition.replace(f"{schema}.", "").replace("CREATE OR REPLACE FUNCTION", "CREATE FUNCTION", 1).strip()
 
 
 # ---------------------------------------------------------------- command

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..db.tables import (chat_history, control_actions, daily_summaries, historical_summaries, memory_context,
-                         memory_facts, memory_profiles, metadata, partition_days)
+                         is_search_index, memory_facts, memory_profiles, metadata, partition_days)
 
 USER_COLUMN = "user_id"
 # The derived texts of a user (their own rows): a clear deletes them.
@@ -59,8 +59,10 @@ class UsersStore:
     # ------------------------------------------------------------------ reads
 
     def _reflected(self, conn: Connection) -> list[sa.Table]:
+        # not the search index: it copies other tables' rows and its triggers keep it in step (an
+        # FTS5 table must never be deleted from directly: its external content would be gone first)
         meta = sa.MetaData()
-        meta.reflect(conn)
+        meta.reflect(conn, only=lambda name, _: not is_search_index(name))
         return [_known(t) for t in meta.sorted_tables]
 
     def rows_of_user(self, user_id: int) -> dict[str, list[dict]]:

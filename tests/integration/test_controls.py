@@ -23,6 +23,7 @@ from pipeline import controls
 from pipeline.clock import fixed_clock
 from pipeline.controls import (OPERATOR, PermissionDenied, clear, erase, erased_key, pause, resume, user_audit,
                                user_export, user_show)
+from pipeline.db.tables import is_search_index, memory_items
 from pipeline.ingest import ingest_messages
 from pipeline.stages.facts import forget, remember
 from tests.helpers import make_context, replay, tokens_in_tables
@@ -104,10 +105,13 @@ def canaries(store) -> dict[str, set[str]]:
 
 def rows_about(store, user_id: int) -> dict[str, set[tuple]]:
     """The scan export must match: every row with the user in a user_id column, and the audit
-    rows with the user as subject or requester — by primary key, as text."""
+    rows with the user as subject or requester — by primary key, as text. Not the search index:
+    its rows copy ones that are exported (test_export_leaves_out_only_copies_in_the_search_index)."""
     out = {}
     with store.engine.connect() as conn:
         for t in tables(store):
+            if is_search_index(t.name):
+                continue
             cols = t.c.keys()
             if "user_id" in cols:
                 where = t.c.user_id == user_id
@@ -217,6 +221,16 @@ def test_export_returns_every_row_a_schema_scan_finds_for_the_user(store, settin
     assert all(r["user_id"] == str(ANA) for r in doc["tables"]["chat_history"])
     assert {r["day"] for r in doc["tables"]["daily_summaries"]} == {"2026-11-03", "2026-11-04"}
     assert isinstance(doc["tables"]["memory_facts"][0]["id"], str)
+
+
+def test_export_leaves_out_only_copies_in_the_search_index(store, settings):
+    load(store, settings)
+    doc = user_export(store, ANA, requested_by=ANA, clock=CLOCK)
+    exported = {r["text"] for r in doc["tables"]["memory_facts"] if r["status"] == "active"}
+    exported |= {r["summary"] for t in ("daily_summaries", "historical_summaries") for r in doc["tables"][t]}
+    with store.engine.connect() as conn:
+        indexed = set(conn.execute(sa.select(memory_items.c.body).where(memory_items.c.user_id == ANA)).scalars())
+    assert indexed and indexed <= exported
 
 
 # ---------------------------------------------------------------- pause / resume

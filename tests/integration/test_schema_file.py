@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from pipeline.db.migrations import discover, upgrade
-from pipeline.db.schema import BOOKKEEPING, load, render, schema_file, scratch_engine, split_definition
+from pipeline.db.schema import BOOKKEEPING, _join, _tokens, load, render, schema_file, scratch_engine, split_definition
 
 ADVICE = "sql/schema.{}.sql does not match sql/migrations: run `make schema`"
 
@@ -24,6 +24,9 @@ STALE = {
     "type": lambda t: re.sub(r"(\n    pid )\w+", r"\1BIGINT", t),
     "index": lambda t: re.sub(r"\nCREATE INDEX chat_history_ts .*;", "", t),
     "check": lambda t: t.replace("'failed'", "'broken'"),
+    "trigger": lambda t: t.replace("WHERE new.status = 'active'", "WHERE new.status = 'superseded'", 1)
+                          if "WHERE new.status = 'active'" in t
+                          else t.replace("NEW.status = 'active'", "NEW.status = 'superseded'", 1),
 }
 
 
@@ -34,6 +37,9 @@ def _rows(conn, sql: str) -> list[tuple]:
 def _reflect_sqlite(conn) -> dict:
     out = {}
     for kind, name, sql in _rows(conn, "SELECT type, name, sql FROM sqlite_master ORDER BY type, name"):
+        if kind == "trigger":
+            out[(kind, name)] = _join(list(_tokens(sql)))  # what it does, comments and layout aside
+            continue
         if kind != "table":
             out[(kind, name)] = None  # indexes are compared with their table, below
             continue
@@ -67,6 +73,15 @@ def _reflect_postgresql(conn) -> dict:
         "indexes": [(t, i, d.replace(unqualified, " ON ")) for t, i, d in _rows(conn, """
             SELECT tablename, indexname, indexdef FROM pg_indexes
             WHERE schemaname = current_schema() ORDER BY 1, 2""")],
+        "functions": [(n, " ".join(d.replace(f"{schema}.", "").split())) for n, d in _rows(conn, """
+            SELECT proname, pg_get_functiondef(oid) FROM pg_proc
+            WHERE pronamespace = current_schema()::regnamespace ORDER BY 1""")],
+        "triggers": [(n, d.replace(f"{schema}.", "")) for n, d in _rows(conn, """
+            SELECT t.tgname, pg_get_triggerdef(t.oid) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+            WHERE c.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal ORDER BY 1""")],
+        "generated": _rows(conn, """
+            SELECT table_name, column_name, generation_expression FROM information_schema.columns
+            WHERE table_schema = current_schema() AND is_generated = 'ALWAYS' ORDER BY 1, 2"""),
         "sequences": _rows(conn, """
             SELECT sequence_name, data_type, start_value, minimum_value, maximum_value, increment, cycle_option
             FROM information_schema.sequences WHERE sequence_schema = current_schema() ORDER BY 1"""),
