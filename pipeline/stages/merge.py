@@ -8,12 +8,8 @@ with its hash, so a changed profile re-renders the context without a model call.
 at all is removed (never a stale "Today" from months ago).
 
 Privacy lives here. A context for scope S is built only from partitions whose audience contains
-everyone who can read S (ARCHITECTURE.md, "scope"):
-  guild:G   <- guild:G
-  channel:C <- channel:C and guild:G (C's guild)
-  dm:D      <- dm:D, plus the user's own rows from every partition they posted in, but only when
-               D is a one-to-one conversation; a group DM, or one whose kind the input never
-               stated, gets dm:D alone (fail closed).
+everyone who can read S (ARCHITECTURE.md, "scope"): the rule is pipeline/memory/audience.py
+`source_partitions` (shared with search), fed here with the run's audience data read in bulk.
 The name a merge is given is the user's name in the scope's own partition (ARCHITECTURE.md, "names").
 """
 
@@ -26,6 +22,7 @@ from typing import Callable, Iterable
 
 from ..calendar import Scope, parse_scope
 from ..hashing import input_hash
+from ..memory.audience import is_one_to_one, source_partitions
 from ..memory.profile import profile_key, render, visible
 from ..store import StageStorage
 from ..store.derived import CONTEXT_STATE
@@ -83,23 +80,12 @@ class MergeInputs:
     def is_private_dm(self, partition: str) -> bool:
         """One-to-one only when the input said so (and never that it is a group) and at most one
         person has written in it; an unknown DM, or one whose kind was never stated, is not."""
-        row = self.channels.get(int(partition.partition(":")[2]))
-        if row is None or not row["one_to_one"] or row["is_group"]:
-            return False
-        return self.dm_speakers.get(partition, 0) <= 1
+        return is_one_to_one(self.channels.get(int(partition.partition(":")[2])), self.dm_speakers.get(partition, 0))
 
     def source_partitions(self, scope: Scope, user_id: int) -> list[str]:
-        own = str(scope)
-        if scope.kind == "guild":
-            return [own]
-        if scope.kind == "channel":
-            guild_id = self.guild_of(own)
-            return [own] + ([f"guild:{guild_id}"] if guild_id is not None else [])
-        # the user's own one-to-one DM only: the one person who has written in it is this user
-        # (a context of anyone else there reads the DM alone — its reader is the DM's owner)
-        if self.is_private_dm(own) and own in self.user_partitions(user_id):
-            return [own] + [p for p in self.user_partitions(user_id) if p != own]
-        return [own]
+        """The audience rule (pipeline/memory/audience.py) over this run's bulk audience data."""
+        return source_partitions(scope, user_id, guild_of=self.guild_of, is_private_dm=self.is_private_dm,
+                                 user_partitions=self.user_partitions)
 
     def last_active(self, sources: list[str], user_id: int, as_of: dt.date, facts: list[dict]) -> dt.date | None:
         """The user's latest day with a summary in these partitions (or, once summaries are gone,
