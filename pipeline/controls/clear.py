@@ -96,6 +96,7 @@ def clear(store, settings: Settings, user_id: Any, *, requested_by: Any, scope: 
             counts += _delete_history(store, settings, user_id, messages, requested_by, clock, conn)
         record(store, "clear", user_id, by, requested_by, None if sc is None else str(sc), now, counts, conn=conn,
                include_history=include_history)
+    store.purge_deleted_text()
     return {"user_id": user_id, "scope": None if sc is None else str(sc),
             "partitions": None if partitions is None else sorted(partitions), "rows": dict(sorted(counts.items()))}
 
@@ -135,4 +136,5 @@ def erase(store, settings: Settings, user_id: Any, *, requested_by: Any, clock: 
         rows = {k: v for k, v in sorted(counts.items()) if v}
         store.record_action("erase", key, None if by in ("subject", "operator") else requester_id(requested_by),
                             None, now, sum(rows.values()), {"by": by, "rows": rows}, conn=conn)
+    store.purge_deleted_text()
     return {"subject_key": key, "rows": rows}

@@ -18,7 +18,7 @@ from typing import Callable, Collection, Iterable, Iterator, Protocol
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..db.tables import (chat_history, control_actions, daily_summaries, historical_summaries, memory_context,
+from ..db.tables import (FTS_TABLE, chat_history, control_actions, daily_summaries, historical_summaries, memory_context,
                          is_search_index, memory_facts, memory_profiles, metadata, partition_days)
 
 USER_COLUMN = "user_id"
@@ -41,6 +41,7 @@ class UsersStorage(Protocol):
                         names: Callable[[str], bool], named_in: Collection[str], subject_key: str,
                         conn: Connection | None = None) -> tuple[Counter, set[PartitionDay]]: ...
     def last_action_id(self, *, conn: Connection | None = None) -> int: ...
+    def purge_deleted_text(self) -> None: ...
     def drop_actions(self, subject_key: str, *, after_id: int, conn: Connection | None = None) -> int: ...
 
 
@@ -156,6 +157,20 @@ class UsersStore:
         """The newest control_actions id (0: none yet)."""
         with self._in("reading control actions", conn) as cx:
             return cx.execute(sa.select(sa.func.max(control_actions.c.id))).scalar() or 0
+
+    def purge_deleted_text(self) -> None:
+        """After a clear or an erase has committed, on SQLite: merge the full-text index's segments
+        (FTS5 keeps a deleted item's terms in its old segments until they merge) and truncate the
+        write-ahead log (it holds page images from before the delete). With secure_delete on
+        (pipeline/db/engine.py) the deleted text is then gone from the files. A reader holding an
+        old snapshot can keep the log from being truncated: best effort, done again next time.
+        PostgreSQL: dead rows are reclaimed by (auto)vacuum, which this does not force."""
+        if self.dialect != "sqlite":
+            return
+        with self.transaction() as cx:
+            cx.execute(sa.text(f"INSERT INTO {FTS_TABLE} ({FTS_TABLE}) VALUES ('optimize')"))
+        with self.reading("truncating the write-ahead log") as cx:
+            cx.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def drop_actions(self, subject_key: str, *, after_id: int, conn: Connection | None = None) -> int:
         """Delete the subject's control_actions rows newer than `after_id`: a control that did its

@@ -1,0 +1,225 @@
+"""The search index (sql/migrations/0007_search_index.*.sql) is kept in step with the rows it copies,
+on every database and through every write path: a run and a replay, remember / forget, supersede,
+clear, erase, message deletion, retention — and the migration indexes what was already stored.
+
+"In step" is one invariant, checked after each path: memory_items holds exactly the active facts,
+the non-empty daily summaries and the newest historical summary of each (partition, user), with
+the level, day and confidence search filters and ranks on; on SQLite the FTS5 index agrees with
+its content table (FTS5's own integrity-check) and finds each item by its words.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from pipeline.controls import OPERATOR, clear, erase
+from pipeline.db.tables import daily_summaries, historical_summaries, memory_facts, memory_items
+from pipeline.ingest import delete_messages, import_files
+from pipeline.retention import apply_retention
+from pipeline.stages.facts import forget, remember
+from pipeline.store import Store
+from tests.conftest import SAMPLE
+from tests.helpers import make_context, replay
+from tests.integration.test_migration_0004 import _upgrade_to
+
+UTC = dt.timezone.utc
+G = 1150000000000000001
+ANA, BO, CY = 1160000000000000001, 1160000000000000002, 1160000000000000003
+LEVEL = {"guild": "guild_public", "channel": "channel_restricted", "dm": "dm"}
+
+
+def _rows(store, table) -> list[dict]:
+    with store.engine.connect() as conn:
+        return [dict(r) for r in conn.execute(sa.select(table)).mappings()]
+
+
+def expected_items(store) -> set[tuple]:
+    """What the index must hold, computed from the source tables alone."""
+    out = set()
+    for r in _rows(store, memory_facts):
+        if r["status"] == "active":
+            out.add(("fact", r["user_id"], r["partition"], r["level"], str(r["last_seen"]), r["confidence"], r["id"],
+                     r["text"]))
+    for r in _rows(store, daily_summaries):
+        if r["summary"]:
+            out.add(("daily", r["user_id"], r["partition"], LEVEL[r["partition"].split(":")[0]], str(r["day"]), None,
+                     None, r["summary"]))
+    newest: dict[tuple, dict] = {}
+    for r in _rows(store, historical_summaries):
+        key = (r["partition"], r["user_id"])
+        if key not in newest or str(r["day"]) > str(newest[key]["day"]):
+            newest[key] = r
+    for (p, u), r in newest.items():
+        if r["summary"]:
+            out.add(("historical", u, p, LEVEL[p.split(":")[0]], str(r["day"]), None, None, r["summary"]))
+    return out
+
+
+def indexed_items(store) -> set[tuple]:
+    return {(r["kind"], r["user_id"], r["partition"], r["level"], str(r["day"]), r["confidence"], r["fact_id"],
+             r["body"]) for r in _rows(store, memory_items)}
+
+
+def assert_in_step(store) -> set[tuple]:
+    items = indexed_items(store)
+    assert items == expected_items(store)
+    assert len(items) == len(_rows(store, memory_items))  # no duplicate rows behind the set
+    if store.dialect == "sqlite":
+        with store.engine.begin() as conn:
+            conn.execute(sa.text("INSERT INTO memory_items_fts (memory_items_fts) VALUES ('integrity-check')"))
+            for kind, user, *_rest, body in sorted(items)[:50]:
+                word = next((w for w in body.replace('"', " ").split() if w.isalpha() and len(w) > 3), None)
+                if word:
+                    found = conn.execute(sa.text(
+                        "SELECT count(*) FROM memory_items_fts WHERE memory_items_fts MATCH :m"),
+                        {"m": f'user_id : "{user}" AND body : "{word}"'}).scalar_one()
+                    assert found >= 1, (kind, user, word)
+    else:
+        with store.engine.connect() as conn:
+            stale = conn.execute(sa.text(
+                "SELECT count(*) FROM memory_items WHERE terms <> to_tsvector('english', body)")).scalar_one()
+        assert stale == 0
+    return items
+
+
+def run_sample(store, settings):
+    import_files(store, [SAMPLE], settings)
+    replay(store, settings, "2026-11-01", "2026-11-04")
+
+
+def test_a_replay_indexes_facts_dailies_and_the_newest_historicals(store, settings):
+    run_sample(store, settings)
+    items = assert_in_step(store)
+    kinds = {i[0] for i in items}
+    assert kinds == {"fact", "daily", "historical"}
+    assert {i[3] for i in items} >= {"guild_public", "channel_restricted"}
+    # the same replay again changes nothing in the index
+    replay(store, settings, "2026-11-01", "2026-11-04")
+    assert assert_in_step(store) == items
+
+
+def test_remember_forget_and_supersede_keep_the_index_in_step(store, settings):
+    run_sample(store, settings)
+    ctx = make_context(store, settings)
+    scope = f"guild:{G}"
+    asyncio.run(remember(ctx, scope, ANA, "Ana keeps three beehives."))
+    assert any("beehives" in i[-1] for i in assert_in_step(store))
+    assert asyncio.run(forget(ctx, scope, ANA, "Ana keeps three beehives."))
+    assert not any("beehives" in i[-1] for i in assert_in_step(store))
+    # a superseded fact leaves the index; bringing it back (status active) returns it
+    with store.engine.begin() as conn:
+        fid = conn.execute(sa.select(memory_facts.c.id).where(memory_facts.c.status == "active")
+                           .order_by(memory_facts.c.id)).scalars().first()
+        conn.execute(sa.update(memory_facts).where(memory_facts.c.id == fid)
+                     .values(status="superseded", superseded_on=dt.date(2026, 11, 4)))
+    assert not any(i[6] == fid for i in assert_in_step(store))
+    with store.engine.begin() as conn:
+        conn.execute(sa.update(memory_facts).where(memory_facts.c.id == fid).values(status="active", superseded_on=None))
+    assert any(i[6] == fid for i in assert_in_step(store))
+
+
+def test_historical_rows_index_only_the_newest_of_each_partition_and_user(store):
+    def hist(day: str, summary: str) -> dict:
+        return {"partition": f"guild:{G}", "user_id": ANA, "day": dt.date.fromisoformat(day), "summary": summary,
+                "input_hash": "h", "source_days": 6, "degraded": False, "created_at": dt.datetime(2026, 11, 1, tzinfo=UTC)}
+
+    def bodies() -> list[str]:
+        return sorted(i[-1] for i in assert_in_step(store) if i[0] == "historical")
+
+    with store.engine.begin() as conn:
+        conn.execute(sa.insert(historical_summaries), [hist("2026-11-10", "tenth"), hist("2026-11-12", "twelfth")])
+    assert bodies() == ["twelfth"]
+    with store.engine.begin() as conn:  # an older day written later (a replay of the past)
+        conn.execute(sa.insert(historical_summaries), [hist("2026-11-11", "eleventh")])
+    assert bodies() == ["twelfth"]
+    with store.engine.begin() as conn:  # the newest rewritten, then emptied, then deleted
+        h = historical_summaries.c
+        newest = (h.partition == f"guild:{G}") & (h.user_id == ANA) & (h.day == dt.date(2026, 11, 12))
+        conn.execute(sa.update(historical_summaries).where(newest).values(summary="twelfth again"))
+    assert bodies() == ["twelfth again"]
+    with store.engine.begin() as conn:
+        conn.execute(sa.update(historical_summaries).where(newest).values(summary=""))
+    assert bodies() == []
+    with store.engine.begin() as conn:
+        conn.execute(sa.delete(historical_summaries).where(newest))
+    assert bodies() == ["eleventh"]
+    with store.engine.begin() as conn:  # deleting an older row leaves the newest alone
+        conn.execute(sa.delete(historical_summaries).where(h.day == dt.date(2026, 11, 10)))
+    assert bodies() == ["eleventh"]
+
+
+def test_clear_and_erase_empty_the_index_of_the_user(store, settings):
+    run_sample(store, settings)
+    before = assert_in_step(store)
+    assert {i[1] for i in before} >= {ANA, BO}
+    clear(store, settings, BO, requested_by=OPERATOR)
+    assert not any(i[1] == BO for i in assert_in_step(store))
+    erase(store, settings, ANA, requested_by=OPERATOR)
+    after = assert_in_step(store)
+    assert not any(i[1] == ANA for i in after)
+    # the next run makes the others' rows again, without Ana: still in step
+    replay(store, settings, "2026-11-01", "2026-11-04")
+    assert not any(i[1] == ANA for i in assert_in_step(store))
+
+
+def test_message_deletion_and_the_run_after_it_keep_the_index_in_step(store, settings):
+    run_sample(store, settings)
+    with store.engine.connect() as conn:
+        first = conn.execute(sa.text("SELECT channel_id, message_id FROM chat_history WHERE user_id = :u "
+                                     "ORDER BY ts LIMIT 3"), {"u": CY}).all()
+    delete_messages(store, [(c, m) for c, m in first], settings)
+    assert_in_step(store)  # facts that rested on them are gone now; the days wait for the run
+    replay(store, settings, "2026-11-01", "2026-11-04")
+    assert_in_step(store)
+
+
+def test_retention_keeps_the_index_in_step(store, settings):
+    run_sample(store, settings)
+    asyncio.run(remember(make_context(store, settings), f"guild:{G}", ANA, "Ana keeps bees."))
+    s = settings.model_copy(update={"retention_days": 30})
+    apply_retention(store, s, now=dt.datetime(2026, 11, 24, tzinfo=UTC))  # the historical rows age out
+    assert not any(i[0] == "historical" for i in assert_in_step(store))
+    apply_retention(store, s, now=dt.datetime(2026, 12, 6, tzinfo=UTC), batch_size=7)
+    items = assert_in_step(store)
+    assert {i[0] for i in items} == {"fact"} and any("bees" in i[-1] for i in items)
+
+
+@pytest.mark.parametrize("with_data", [True, False], ids=["data", "empty"])
+def test_the_migration_indexes_what_was_already_stored(db_url, settings, with_data):
+    store = Store.open(db_url, check_schema=False)
+    try:
+        _upgrade_to(store.engine, 6)
+        if with_data:
+            import_files(store, [SAMPLE], settings)
+            replay(store, settings, "2026-11-01", "2026-11-04")
+        store.upgrade()
+        items = assert_in_step(store)
+        assert bool(items) == with_data
+    finally:
+        store.close()
+
+
+def test_an_erased_users_words_leave_the_sqlite_files(sqlite_store, settings):
+    """Not only out of queries: secure_delete zeroes deleted rows, the FTS5 segments are merged
+    (a deleted item's terms stay in old segments until then) and the write-ahead log truncated."""
+    from pipeline.ingest import ingest_messages
+
+    store = sqlite_store
+    import_files(store, [SAMPLE], settings)
+    ts = dt.datetime(2026, 11, 3, 15, tzinfo=UTC)
+    ingest_messages(store, [{"message_id": 1190000000000099001, "channel_id": 1170000000000000001, "guild_id": G,
+                             "visibility": "public", "user_id": ANA, "user_name": "Ana", "ts": ts,
+                             "text": "I adopted a greyhound called Zqxphysicalcanary last spring"}], settings)
+    replay(store, settings, "2026-11-01", "2026-11-04")
+    assert any("Zqxphysicalcanary" in i[-1] for i in assert_in_step(store))
+    erase(store, settings, ANA, requested_by=OPERATOR)
+    assert_in_step(store)
+    path = Path(store.engine.url.database)
+    for file in (path, path.with_name(path.name + "-wal")):
+        if file.exists():
+            assert b"zqxphysicalcanar" not in file.read_bytes().lower(), f"the erased user's word is still in {file}"
