@@ -87,3 +87,59 @@ SELECT version, checksum FROM schema_migrations;
 -- name: schema_migrations_record
 -- Record one applied migration, in the same transaction as its statements.
 INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (:version, :name, :checksum, :applied_at);
+
+-- Search (pipeline/store/search.py, ARCHITECTURE.md "Search"): one user's memory items matching
+-- the query's words that the scope may read — items of the readable partitions (:partitions,
+-- from the audience rule) and the user's global facts — best first by the engine's relevance,
+-- at most :candidates (pipeline/search/rank.py orders the final few). Fail closed on pending
+-- recomputes: a daily summary whose partition-day is queued (a deleted message waits for its
+-- day to be made again), and a historical summary whose partition has a queued day among the six
+-- days before its day, are left out until a run has made them again.
+
+-- name: search_candidates_sqlite
+-- SQLite: FTS5 MATCH (:match restricts user_id inside the engine too), -bm25 as relevance.
+SELECT i.kind, i.body, i.partition, i.level, i.day, i.confidence, i.fact_id,
+       -bm25(memory_items_fts, 0.0, 1.0) AS relevance
+FROM memory_items_fts JOIN memory_items i ON i.id = memory_items_fts.rowid
+WHERE memory_items_fts MATCH :match
+  AND i.user_id = :user_id
+  AND (i.partition IN (SELECT value FROM json_each(:partitions)) OR (i.kind = 'fact' AND i.level = 'global'))
+  AND NOT (i.kind = 'daily' AND EXISTS (
+      SELECT 1 FROM recompute_queue q WHERE q.partition = i.partition AND q.day = i.day))
+  AND NOT (i.kind = 'historical' AND EXISTS (
+      SELECT 1 FROM recompute_queue q
+      WHERE q.partition = i.partition AND q.day >= date(i.day, '-6 days') AND q.day < i.day))
+ORDER BY bm25(memory_items_fts, 0.0, 1.0), i.id
+LIMIT :candidates;
+
+-- name: search_candidates_postgresql
+-- PostgreSQL: the GIN-indexed tsvector against to_tsquery('english', :tsquery), ts_rank_cd as relevance.
+SELECT i.kind, i.body, i.partition, i.level, i.day, i.confidence, i.fact_id,
+       ts_rank_cd(i.terms, q.query) AS relevance
+FROM memory_items i, to_tsquery('english', :tsquery) AS q(query)
+WHERE i.terms @@ q.query
+  AND i.user_id = :user_id
+  AND (i.partition = ANY(CAST(:partitions AS text[])) OR (i.kind = 'fact' AND i.level = 'global'))
+  AND NOT (i.kind = 'daily' AND EXISTS (
+      SELECT 1 FROM recompute_queue r WHERE r.partition = i.partition AND r.day = i.day))
+  AND NOT (i.kind = 'historical' AND EXISTS (
+      SELECT 1 FROM recompute_queue r
+      WHERE r.partition = i.partition AND r.day >= i.day - 6 AND r.day < i.day))
+ORDER BY relevance DESC, i.id
+LIMIT :candidates;
+
+-- name: search_channel
+-- Audience point query: a channel's guild and DM kind (one_to_one, is_group).
+SELECT guild_id, one_to_one, is_group FROM channels WHERE channel_id = :channel_id;
+
+-- name: search_speakers
+-- Audience point query: up to two distinct people who wrote in a partition (is a DM private?).
+SELECT COUNT(*) FROM (SELECT DISTINCT user_id FROM chat_history WHERE partition = :partition LIMIT 2) AS s;
+
+-- name: search_user_partitions
+-- Audience point query: every partition a user has written in (index chat_history (user_id, partition)).
+SELECT DISTINCT partition FROM chat_history WHERE user_id = :user_id ORDER BY partition;
+
+-- name: search_optimize
+-- SQLite: merge the FTS5 index's segments, which purges the terms of deleted items (an erase).
+INSERT INTO memory_items_fts(memory_items_fts) VALUES ('optimize');

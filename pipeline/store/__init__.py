@@ -8,6 +8,7 @@
 - runs.py: pipeline_runs
 - scheduler.py: scheduler job state and leader row
 - read.py: the bot read path
+- search.py: search candidates from the search index, the audience point queries
 - locks.py: one Lock protocol (PostgreSQL advisory lock, lock file, null lock)
 
 `Store` is all roles on one engine; each role's Protocol names what its callers may use, so a
@@ -27,6 +28,7 @@ from .locks import Lock, LockStore, lock_key
 from .read import ReadStorage, ReadStore
 from .runs import RunsStorage, RunsStore
 from .scheduler import SchedulerStorage, SchedulerStore
+from .search import SearchStorage, SearchStore
 from .users import UsersStore
 
 
@@ -42,10 +44,10 @@ class StageStorage(DerivedStorage, FactsStorage, ControlsStorage, RunsStorage, L
     safe_url: str
 
 
-class Store(ReadStore, IngestStore, DerivedStore, FactsStore, ControlsStore, RunsStore, SchedulerStore, LockStore,
-            UsersStore, StoreBase):
+class Store(ReadStore, SearchStore, IngestStore, DerivedStore, FactsStore, ControlsStore, RunsStore, SchedulerStore,
+            LockStore, UsersStore, StoreBase):
     """Every role on one engine (`Store.open(url)`)."""
 
 
 __all__ = ["Store", "StageStorage", "DerivedStorage", "FactsStorage", "ControlsStorage", "IngestStorage", "RunsStorage",
-           "SchedulerStorage", "ReadStorage", "LockStorage", "Lock", "lock_key"]
+           "SchedulerStorage", "ReadStorage", "SearchStorage", "LockStorage", "Lock", "lock_key"]

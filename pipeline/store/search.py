@@ -1,0 +1,82 @@
+"""Search reads (ARCHITECTURE.md, "Search"): the candidate items of one user a scope may read,
+matching the query's words, from the index the database's triggers keep (sql/migrations/0007),
+and the three audience point questions the audience rule needs (pipeline/memory/audience.py).
+
+One named statement per dialect (sql/queries.sql): FTS5 on SQLite, tsvector on PostgreSQL. The
+readable partitions are one bound value — JSON text read by json_each on SQLite, an array on
+PostgreSQL — so the statement text never depends on the scope. Every driver error is a
+StoreError: an outage never reads as "no hits".
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Protocol, Sequence
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ..db.queries import query
+from ..search.terms import fts5_match, pg_tsquery
+
+
+class SearchStorage(Protocol):
+    def search_candidates(self, user_id: int, terms: Sequence[str], partitions: Sequence[str],
+                          limit: int) -> list[dict]: ...
+    def channel_audience(self, channel_id: int) -> dict | None: ...
+    def speakers_in(self, partition: str) -> int: ...
+    def partitions_posted_in(self, user_id: int) -> list[str]: ...
+    def compact_search_index(self, *, conn: Connection | None = None) -> None: ...
+
+
+class SearchStore:
+    def search_candidates(self, user_id: int, terms: Sequence[str], partitions: Sequence[str],
+                          limit: int) -> list[dict]:
+        """At most `limit` items of `user_id` holding any of `terms` (pipeline/search/terms.py
+        words: they are quoted here, never read as syntax), in `partitions` or a global fact,
+        best first by raw relevance (higher is better), without the summaries a queued recompute
+        is about to replace. Rows: kind, body, partition, level, day, confidence, fact_id, relevance."""
+        if not terms:
+            return []
+        params = {"user_id": int(user_id), "candidates": int(limit)}
+        if self.dialect == "postgresql":
+            sql = query("search_candidates_postgresql")
+            params |= {"tsquery": pg_tsquery(list(terms)), "partitions": list(partitions)}
+        else:
+            sql = query("search_candidates_sqlite")
+            params |= {"match": fts5_match(user_id, list(terms)), "partitions": json.dumps(list(partitions))}
+        with self.reading("searching memory") as conn:
+            return [dict(r._mapping) for r in conn.execute(sa.text(sql), params)]
+
+    # ------------------------------------------------------------------ audience point queries
+
+    def channel_audience(self, channel_id: int) -> dict | None:
+        """A channel's guild_id, one_to_one and is_group; None when no import named it."""
+        with self.reading("reading a channel") as conn:
+            row = conn.execute(sa.text(query("search_channel")), {"channel_id": int(channel_id)}).first()
+        return None if row is None else dict(row._mapping)
+
+    def speakers_in(self, partition: str) -> int:
+        """How many people wrote in a partition, counted up to 2 (enough to tell a private DM)."""
+        with self.reading("counting DM participants") as conn:
+            return int(conn.execute(sa.text(query("search_speakers")), {"partition": partition}).scalar_one())
+
+    def partitions_posted_in(self, user_id: int) -> list[str]:
+        """Every partition the user has a message in, sorted."""
+        with self.reading("listing a user's partitions") as conn:
+            return list(conn.execute(sa.text(query("search_user_partitions")), {"user_id": int(user_id)}).scalars())
+
+    # ------------------------------------------------------------------ maintenance
+
+    def compact_search_index(self, *, conn: Connection | None = None) -> None:
+        """SQLite: merge the FTS5 segments, so the terms of deleted items (an erased user's) are
+        gone from the index's own tables too, not only marked deleted. PostgreSQL: nothing (a
+        deleted row's tsvector goes with the row; VACUUM reclaims it). Given `conn`, inside the
+        caller's transaction."""
+        if self.dialect != "sqlite":
+            return
+        if conn is not None:  # the caller's transaction (its own error boundary)
+            conn.execute(sa.text(query("search_optimize")))
+            return
+        with self.writing("compacting the search index") as own:
+            own.execute(sa.text(query("search_optimize")))
