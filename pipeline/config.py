@@ -173,6 +173,17 @@ class ControlsSettings(BaseModel):
             raise ValueError(str(exc)) from None
 
 
+class SearchSettings(BaseModel):
+    """Search (pipeline/search/, pipeline.read `search` and `get_context(..., query=...)`)."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
+
+    # get_context with a query appends related memories while the whole text stays within this
+    # (estimated tokens, ~4 characters each); the stored context itself is never cut.
+    context_budget_tokens: int = Field(2000, ge=1, description="a context with search hits stays within this")
+    context_hits: int = Field(5, ge=1, le=100, description="at most this many hits appended to a context")
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="MEMPIPE_", env_nested_delimiter="__", extra="forbid"
@@ -192,6 +203,7 @@ class Settings(BaseSettings):
     gemini: GeminiSettings = Field(default_factory=GeminiSettings)
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
     controls: ControlsSettings = Field(default_factory=ControlsSettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
 
 
     @classmethod

@@ -35,5 +35,11 @@ class ScopeError(IdError):
     """A malformed scope: not guild:<id>, channel:<id> or dm:<id>, or its id out of range."""
 
 
+class SearchError(MempipeError, ValueError):
+    """A search request that cannot be run as asked (pipeline.read `search` / `get_context` with a
+    query): a query that is not text, a limit or token budget out of range. Raised before the
+    database is asked; an outage is a StoreError, never this and never "no hits"."""
+
+
 class SummarizerError(MempipeError):
     pass
