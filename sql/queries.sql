@@ -139,7 +139,3 @@ SELECT COUNT(*) FROM (SELECT DISTINCT user_id FROM chat_history WHERE partition 
 -- name: search_user_partitions
 -- Audience point query: every partition a user has written in (index chat_history (user_id, partition)).
 SELECT DISTINCT partition FROM chat_history WHERE user_id = :user_id ORDER BY partition;
-
--- name: search_optimize
--- SQLite: merge the FTS5 index's segments, which purges the terms of deleted items (an erase).
-INSERT INTO memory_items_fts(memory_items_fts) VALUES ('optimize');

@@ -36,7 +36,8 @@ def readable_partitions(store: SearchStorage, scope: Scope, user_id: int) -> lis
 
     def is_private_dm(partition: str) -> bool:
         row = store.channel_audience(int(partition.partition(":")[2]))
-        return is_one_to_one(row, store.speakers_in(partition)) if row is not None else False
+        # the DM's kind first: a group or an unknown DM is not private whoever spoke (no count)
+        return is_one_to_one(row, 0) and is_one_to_one(row, store.speakers_in(partition))
 
     return source_partitions(scope, user_id, guild_of=guild_of, is_private_dm=is_private_dm,
                              user_partitions=store.partitions_posted_in)

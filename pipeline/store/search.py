@@ -5,7 +5,8 @@ and the three audience point questions the audience rule needs (pipeline/memory/
 One named statement per dialect (sql/queries.sql): FTS5 on SQLite, tsvector on PostgreSQL. The
 readable partitions are one bound value — JSON text read by json_each on SQLite, an array on
 PostgreSQL — so the statement text never depends on the scope. Every driver error is a
-StoreError: an outage never reads as "no hits".
+StoreError: an outage never reads as "no hits". (Purging deleted items' terms from the FTS5
+segments after a clear or an erase is pipeline/store/users.py `purge_deleted_text`.)
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import json
 from typing import Protocol, Sequence
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection
 
 from ..db.queries import query
 from ..search.terms import fts5_match, pg_tsquery
@@ -26,7 +26,6 @@ class SearchStorage(Protocol):
     def channel_audience(self, channel_id: int) -> dict | None: ...
     def speakers_in(self, partition: str) -> int: ...
     def partitions_posted_in(self, user_id: int) -> list[str]: ...
-    def compact_search_index(self, *, conn: Connection | None = None) -> None: ...
 
 
 class SearchStore:
@@ -65,18 +64,3 @@ class SearchStore:
         """Every partition the user has a message in, sorted."""
         with self.reading("listing a user's partitions") as conn:
             return list(conn.execute(sa.text(query("search_user_partitions")), {"user_id": int(user_id)}).scalars())
-
-    # ------------------------------------------------------------------ maintenance
-
-    def compact_search_index(self, *, conn: Connection | None = None) -> None:
-        """SQLite: merge the FTS5 segments, so the terms of deleted items (an erased user's) are
-        gone from the index's own tables too, not only marked deleted. PostgreSQL: nothing (a
-        deleted row's tsvector goes with the row; VACUUM reclaims it). Given `conn`, inside the
-        caller's transaction."""
-        if self.dialect != "sqlite":
-            return
-        if conn is not None:  # the caller's transaction (its own error boundary)
-            conn.execute(sa.text(query("search_optimize")))
-            return
-        with self.writing("compacting the search index") as own:
-            own.execute(sa.text(query("search_optimize")))
