@@ -2,7 +2,7 @@
 render(result) -> markdown lines and targets(result) -> [(target, measured, met)]; a module
 with start(env) is started before the others and collected in its turn."""
 
-from . import calls, cost, ingest, memory, overhead, quota, read
+from . import calls, cost, ingest, memory, overhead, quota, read, search
 
 SECTIONS = {
     "ingest": ingest,
@@ -12,4 +12,5 @@ SECTIONS = {
     "read": read,
     "cost": cost,
     "memory": memory,
+    "search": search,
 }

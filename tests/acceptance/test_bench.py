@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-SECTIONS = {"ingest", "calls", "overhead", "quota", "read", "cost", "memory"}
+SECTIONS = {"ingest", "calls", "overhead", "quota", "read", "cost", "memory", "search"}
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def test_every_section_is_measured_and_reported(bench):
     assert set(data["sections"]) == SECTIONS
     assert stdout.strip() == text.strip()  # printed as written
     for title in ("Ingest", "LLM calls per nightly run", "Pipeline overhead", "Quota use", "Bot read", "Cost",
-                  "Memory quality"):
+                  "Memory quality", "Memory search"):
         assert f". {title} (tiny)" in text
     assert text.count("this section alone: `python -m bench --size tiny --seed 1 --only ") == len(SECTIONS)
     s = data["sections"]
@@ -74,3 +74,22 @@ def test_memory_quality_is_measured_for_both_summarizers(bench):
         assert s["nights"] == mem["corpus"]["days"] and s["llm_calls"]["total"] >= 0, name
     assert mem["summarizers"]["extractive"]["llm_calls"]["total"] == 0
     assert "Memory quality" in bench[1] and "leaks" in bench[1]
+
+
+def test_search_is_measured_with_every_hit_checked(bench):
+    """The figures' shape, not the targets (those are a benchmark matter)."""
+    search = bench[0]["sections"]["search"]
+    assert "sqlite" in search["databases"]
+    for db, r in search["databases"].items():
+        q = r["quality"]
+        assert r["items"] == sum(r["by_kind"].values()) > 0 and r["build"]["items_per_s"] > 0, db
+        assert set(q["by_class"]) == {"same", "different"}, db
+        for s in (q["overall"], *q["by_class"].values()):
+            assert 0.0 <= s["recall"] <= 1.0 and 0.0 <= s["mrr"] <= s["recall"] and s["found"] <= s["questions"], db
+        assert q["overall"]["questions"] == sum(s["questions"] for s in q["by_class"].values()), db
+        assert sum(p["asks"] for p in q["probes"].values()) > 0, db
+        assert q["leaks"]["total"] == q["leaks"]["in_questions"] + q["leaks"]["in_probes"], db
+        assert r["latency"]["search"]["p99_ms"] > 0 and r["latency"]["raw"]["p99_ms"] > 0, db
+    if os.environ.get("CI") == "true":
+        assert "postgresql" in search["databases"]
+    assert "Memory search" in bench[1] and "recall@5" in bench[1]
