@@ -3,7 +3,8 @@ errors to stderr; every option has an environment variable; errors say what to d
 
 This module holds the group, its shared state and option helpers; the commands live by topic in
 data.py (db, import, run, replay, runs), memory.py (context, contexts, facts, profile,
-memory-files) and service.py (serve, retention, status)."""
+memory-files), search.py (search), users.py (user …), messages.py (messages delete) and
+service.py (serve, retention, status)."""
 
 from __future__ import annotations
 

@@ -20,25 +20,48 @@ from .main import (
     scope_option,
     user_option,
 )
+from .search import hit_json, query_text
 
 
 @cli.command("context")
 @scope_option
 @user_option
+@click.option("--query", default=None, metavar="TEXT", callback=query_text,
+              help="The message being answered: the best search hits for its words that SCOPE may read and "
+                   "the context does not hold already are appended (\"Related memories:\"), as "
+                   "get_context(..., query=...) does for a bot.")
+@click.option("--budget", type=click.IntRange(min=1), default=None, metavar="TOKENS",
+              help="With --query: hits are appended while the whole text stays within this many tokens "
+                   "(estimated, ~4 characters each; the stored context is never cut). "
+                   "Default: [search] context_budget_tokens.")
 @json_option
 @click.pass_obj
-def context_cmd(state: State, scope, user_id, as_json):
-    """Print the context a bot reads for USER in SCOPE (exit 1 if there is none).
+def context_cmd(state: State, scope, user_id, query, budget, as_json):
+    """Print the context a bot reads for USER in SCOPE (exit 1 if there is none). With --query,
+    also the related memories a bot gets for that message (--json: in "hits").
 
+    \b
     Example: mempipe context --scope guild:1150000000000000001 --user 1160000000000000001
+    Example: mempipe context --scope guild:1150000000000000001 --user 1160000000000000001 --query "shulker shells?"
     """
     from ..read import get_context
 
-    c = get_context(scope, user_id, store=state.store())
+    if budget is not None and query is None:
+        raise click.UsageError("--budget limits the hits --query adds; give --query too (or leave --budget out)")
+    if query is None:
+        c = get_context(scope, user_id, store=state.store())
+    else:
+        budget = budget or state.settings.search.context_budget_tokens  # this command's --config, not the default
+        c = get_context(scope, user_id, query=query, budget_tokens=budget, store=state.store())
     if c is None:
-        raise MempipeError(f"no context for user {user_id} in {scope} (has `mempipe run` been run since they spoke?)")
+        matched = f" and no memory {scope} may read matches {query!r}" if query is not None else ""
+        raise MempipeError(f"no context for user {user_id} in {scope}{matched} "
+                           f"(has `mempipe run` been run since they spoke?)")
+    if query is not None and not c.hits:
+        click.echo(f"no related memories added for {query!r}: nothing {scope} may read matches it "
+                   f"that the context does not hold already, within {budget} tokens", err=True)
     if as_json:
-        _echo_json(c._asdict())
+        _echo_json(c._asdict() | {"hits": [hit_json(i, h) for i, h in enumerate(c.hits, 1)]})
     else:
         click.echo(c.text)
 
