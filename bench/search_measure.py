@@ -121,7 +121,8 @@ def _scores(rows: list[dict]) -> dict:
             "mrr": round(sum(1 / r["rank"] for r in rows if r["rank"]) / n, 3) if n else None,
             "raw_found": raw_found, "raw_recall": round(raw_found / n, 3) if n else None,
             "raw_mrr": round(sum(1 / r["raw_rank"] for r in rows if r["raw_rank"]) / n, 3) if n else None,
-            "matchable": sum(r["matched"] for r in rows)}
+            "matchable": sum(r["matched"] for r in rows),
+            "found_matchable": sum(r["matched"] and r["rank"] is not None for r in rows)}
 
 
 def _misses(rows: list[dict]) -> dict:

@@ -86,7 +86,8 @@ KINDS: dict[str, tuple[str, str | None, list[tuple[str, list[str], list[str]]]]]
     "job": ("skill/work", "job", [
         ("Works as a {role} at {company}", ["where do I work?", "what's my role at work?"],
          ["which employer do I work for?", "what do I do for a living?"]),
-        ("Started a new job as a {role} at {company} in {month}", ["when did I start my new job?", "what's my new job?"],
+        ("Started a new job as a {role} at {company} in {month}",
+         ["when did I start my new job?", "what's my new job?"],
          ["what's my new position?", "when did I switch employers?"]),
     ]),
     "move": ("identity", "home city", [
@@ -98,19 +99,24 @@ KINDS: dict[str, tuple[str, str | None, list[tuple[str, list[str], list[str]]]]]
     "allergy": ("identity", "allergy", [
         ("Is allergic to {allergen}", ["what am I allergic to?", "do I have any allergies?"],
          ["what triggers my allergic reactions?", "is there anything I can't eat?"]),
-        ("Has a severe {allergen} allergy and carries an EpiPen", ["what allergy do I have?", "why do I carry an EpiPen?"],
+        ("Has a severe {allergen} allergy and carries an EpiPen",
+         ["what allergy do I have?", "why do I carry an EpiPen?"],
          ["what do I carry an auto-injector for?", "what makes me sick?"]),
     ]),
     "sibling": ("relationship", "sibling", [
-        ("Has a younger sister named {sib} who studies {subject}", ["what's my sister's name?", "what does my sister study?"],
+        ("Has a younger sister named {sib} who studies {subject}",
+         ["what's my sister's name?", "what does my sister study?"],
          ["what does my younger sibling do at uni?", "what is my sibling called?"]),
-        ("Their brother {sib} is a {role} in {city}", ["what does my brother do?", "where does my brother work as a {role}?"],
+        ("Their brother {sib} is a {role} in {city}",
+         ["what does my brother do?", "where does my brother work as a {role}?"],
          ["what does {sib} do for work?", "what's my sibling's job?"]),
     ]),
     "instrument": ("other", "instrument", [
-        ("Plays the {instrument} in a community orchestra", ["which instrument do I play?", "what do I play in the orchestra?"],
+        ("Plays the {instrument} in a community orchestra",
+         ["which instrument do I play?", "what do I play in the orchestra?"],
          ["what do I play in my ensemble?", "what am I in an ensemble for?"]),
-        ("Has been learning the {instrument} for two years", ["what instrument am I learning?", "how long have I been learning?"],
+        ("Has been learning the {instrument} for two years",
+         ["what instrument am I learning?", "how long have I been learning?"],
          ["what have I been studying for two years?", "what am I practising these days?"]),
     ]),
     "trip": ("plan", None, [
@@ -132,7 +138,8 @@ KINDS: dict[str, tuple[str, str | None, list[tuple[str, list[str], list[str]]]]]
          ["what meat don't I eat?", "can I have prawns?"]),
     ]),
     "language": ("skill/work", "language", [
-        ("Is learning {language} at evening classes", ["what language am I learning?", "which evening classes do I take?"],
+        ("Is learning {language} at evening classes",
+         ["what language am I learning?", "which evening classes do I take?"],
          ["which classes am I taking?", "what tongue am I studying?"]),
         ("Speaks {language} with their grandmother", ["what language do I speak with my grandmother?",
                                                       "which languages do I speak?"],

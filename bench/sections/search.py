@@ -117,7 +117,9 @@ def targets(res: dict) -> list[tuple[str, str, bool | None]]:
         q, lat, c = r["quality"], r["latency"], q_classes(r)
         out.append((f"{db}: recall@{res['k']} ≥ {RECALL_TARGET} on the planted questions",
                     f"{_r(q['overall'])}; same words {c['same']}, different words {c['different']}; MRR "
-                    f"{q['overall']['mrr']:.2f}", r["met"]["recall"]))
+                    f"{q['overall']['mrr']:.2f}; {q['overall'].get('found_matchable', '–')}/"
+                    f"{q['overall']['matchable']} "
+                    f"of those sharing a word with their fact", r["met"]["recall"]))
         out.append((f"{db}: p99 < {P99_TARGET_MS:g} ms at {r['items']:,} items",
                     f"p50 {lat['search']['p50_ms']:.2f} ms, p99 {lat['search']['p99_ms']:.2f} ms; raw FTS "
                     f"{lat['raw']['p99_ms']:.2f} ms (ratio {lat['ratio_p50']:.2f} p50, {lat['ratio_p99']:.2f} p99)",
@@ -131,6 +133,29 @@ def targets(res: dict) -> list[tuple[str, str, bool | None]]:
 
 def q_classes(r: dict) -> dict:
     return {k: _r(v) for k, v in r["quality"]["by_class"].items()}
+
+
+def _latency_bound(db: str, r: dict, profiles: dict, load: list | None) -> str:
+    """A missed p99, from the profiled pass: statements and driver round trips per search."""
+    lat = r["latency"]
+    text = (f"- {db} latency: p99 {lat['search']['p99_ms']:.2f} ms, where the bare FTS query of the same terms takes "
+            f"{lat['raw']['p99_ms']:.2f} ms (p50 {lat['search']['p50_ms']:.2f} vs {lat['raw']['p50_ms']:.2f} ms)")
+    prof = next((p for k, p in profiles.items() if k.startswith(f"{db}:")), None)
+    if prof and prof.get("sql"):
+        calls = next((e["calls"] for e in prof["python"]["pipeline_cumulative_top"] if "(search)" in e["where"]), 0)
+        waits = sum(e["calls"] for e in prof["python"]["self_time_top"] if e["where"].endswith("(wait)"))
+        sql, top = prof["sql"], prof["sql"]["top"][0]
+        if calls:
+            text += (f". In the profiled pass ({calls:,} searches): {sql['statements'] / calls:.2f} SQL statements "
+                     f"per search (the candidates statement, mean {top['mean_us']:,.0f} µs, plus the audience point "
+                     f"queries a channel or DM scope needs), each in its own read transaction"
+                     + (f", {waits / calls:.1f} waits on the server per search (psycopg `wait`: BEGIN, "
+                        f"statement, end of transaction)" if waits else "")
+                     + f"; statements are {sql['driver_share_of_wall']:.0%} of the wall time, the rest is the "
+                     f"driver and SQLAlchemy around them (profile below)")
+    if load:
+        text += f". Load average at the end of the run: {', '.join(str(x) for x in load)} on 2 CPUs (shared)"
+    return text + "."
 
 
 def render(res: dict) -> list[str]:
@@ -168,7 +193,8 @@ def render(res: dict) -> list[str]:
                    f"{lat['lookups']:,} | {lat['mean_hits']} |")
     out += ["", "Per class and per where the fact was said (found / asked; *matchable*: the fact holds at least "
             "one of the question's words as the engine stems them — the most lexical search can reach):", "",
-            "| database | group | recall@5 | MRR | matchable | engine's own ranking recall@5 |", "|---|---|---|---|---|---|"]
+            "| database | group | recall@5 | MRR | matchable | engine's own ranking recall@5 |",
+            "|---|---|---|---|---|---|"]
     for db, r in res["databases"].items():
         for key in ("by_class", "by_where"):
             for g, s in r["quality"][key].items():
@@ -187,24 +213,30 @@ def render(res: dict) -> list[str]:
         out += ["", "**Targets missed.** What bounds them:", ""]
         for db, r in missed.items():
             if not r["met"]["recall"]:
+                ov = r["quality"]["overall"]
+                out.append(f"- {db} recall: of the {ov['matchable']} questions whose fact holds one of their words, "
+                           f"{ov.get('found_matchable', '–')} are found in the top 5; the other "
+                           f"{ov['questions'] - ov['matchable']} share no word with it (or have none left once "
+                           f"stop words are dropped).")
                 why = "; ".join(f"{cls}: no shared word {m['no shared word']}, no term left {m['no term']}, "
                                 f"outranked {m['outranked']}" + (" (ranked above them: " + ", ".join(
                                     f"{k} {n}" for k, n in sorted(m["above"].items())) + ")" if m["above"] else "")
                                 for cls, m in sorted(r["quality"]["missed"].items()))
-                out.append(f"- {db} recall: the questions missed, by why (*no shared word*: not one of the "
+                out.append(f"  The questions missed, by why (*no shared word*: not one of the "
                            f"question's words is in the fact after stemming, so no lexical engine can find it — "
                            f"the seam for embeddings; *outranked*: matched but below 5, with the kinds ranked "
                            f"above it): {why}.")
             if not r["met"]["p99"]:
-                out.append(f"- {db} latency: see the profile below; the raw FTS query of the same terms takes "
-                           f"p99 {r['latency']['raw']['p99_ms']:.2f} ms on its own.")
+                out.append(_latency_bound(db, r, res.get("profiles") or {}, res.get("_load_average")))
             if not r["met"]["leaks"]:
                 out.append(f"- {db} leaks: examples above.")
     out += ["", "Definitions. *recall@5*: the planted fact (by fact id) is among the 5 hits; *MRR*: mean of 1/rank "
             "(0 when not in the 5). *Same words*: the question repeats the fact's key words in another form "
             "(\"Adopted a beagle named Max\" / \"what's the name of the dog I adopted?\"); *different words*: it "
-            "names some of them otherwise (\"what's my puppy called?\") — no embeddings here, so this class measures "
-            "what lexical search cannot reach. *Engine's own ranking*: the bare full-text query below over all the "
+            "names what it asks about otherwise, keeping one of the fact's words (\"what's the name of my puppy?\") "
+            "or none (\"what's my puppy called?\") — no embeddings here, so this class shows what lexical search "
+            "cannot reach (the seam for embeddings). *Engine's own ranking*: the bare full-text query below over all "
+            "the "
             "user's items (no scope filter, no recency or confidence), top 5. *Raw FTS*: on SQLite `SELECT rowid "
             "FROM memory_items_fts WHERE memory_items_fts MATCH <fts5_match(user, terms)> ORDER BY "
             "bm25(memory_items_fts, 0.0, 1.0) LIMIT 5`, on PostgreSQL `SELECT id FROM memory_items WHERE user_id = "
