@@ -200,7 +200,7 @@ async def _off_the_loop(call: functools.partial):
     loop = asyncio.get_running_loop()
     try:
         future = loop.run_in_executor(_read_executor(), call)
-    except RuntimeError:  # a reset() shut that pool down between the two lines: a new one
+    except RuntimeError:  # a reset() shut the pool down after we took it: take the new one
         future = loop.run_in_executor(_read_executor(), call)
     return await future
 
