@@ -29,7 +29,7 @@ def hit_line(rank: int, hit) -> str:
     Portuguese` — rank, kind, day, level and partition, score, then the text (its line breaks
     folded into spaces, so one hit stays one line)."""
     text = " ".join(hit.text.split())
-    return f"{rank}. [{hit.kind} · {hit.day.isoformat()} · {hit.level} {hit.partition} · {hit.score:.2f}] {text}"
+    return f"{rank}. [{hit.kind} · {hit.day.isoformat()} · {hit.level} {hit.partition or 'elsewhere'} · {hit.score:.2f}] {text}"
 
 
 def nothing_found(query: str, scope: str, user_id: int) -> str:

@@ -11,7 +11,7 @@ from ..memory.audience import is_one_to_one, source_partitions
 from .rank import Hit, rank
 
 if TYPE_CHECKING:  # the store imports search.terms: no import of the store at run time
-    from ..store.search import SearchStorage
+    from ..store.search import SearchReads, SearchStorage
 
 MIN_CANDIDATES = 50  # the database returns this many (or 5 per wanted hit) for the final ranking
 
@@ -20,7 +20,7 @@ def candidate_count(limit: int) -> int:
     return max(MIN_CANDIDATES, 5 * limit)
 
 
-def readable_partitions(store: SearchStorage, scope: Scope, user_id: int) -> list[str]:
+def readable_partitions(store: SearchReads, scope: Scope, user_id: int) -> list[str]:
     """The partitions a search for `user_id` in `scope` reads (pipeline/memory/audience.py), each
     audience question a point query asked only when the rule needs it: the channel's guild (a
     channel scope), the DM's kind and speakers (a DM scope), the user's partitions (a private DM)."""
@@ -48,5 +48,11 @@ def find_hits(store: SearchStorage, scope: Scope, user_id: int, terms: Sequence[
     (pipeline/search/terms.py `query_terms`; none: [] without asking the database)."""
     if not terms:
         return []
-    partitions = readable_partitions(store, scope, user_id)
-    return rank(store.search_candidates(user_id, terms, partitions, candidate_count(limit)), limit)
+    with store.searching() as reads:  # one connection for the audience questions and the candidates
+        partitions = readable_partitions(reads, scope, user_id)
+        rows = reads.search_candidates(user_id, terms, partitions, candidate_count(limit))
+    hits = rank(rows, limit)
+    # a global fact is readable everywhere, but where it was said is not: another guild's id
+    # would tell this scope the user is there
+    readable = set(partitions)
+    return [h if h.partition in readable else h._replace(partition=None) for h in hits]

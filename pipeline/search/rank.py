@@ -36,7 +36,7 @@ class Hit(NamedTuple):
 
     kind: str  # fact | daily | historical
     text: str
-    partition: str  # where it was said (a global fact: where it was first said)
+    partition: str | None  # where it was said; None for a global fact said where this scope cannot read
     level: str  # dm | channel_restricted | guild_public | global
     day: dt.date  # a fact's last-seen day, a summary's day
     confidence: float | None  # facts only

@@ -11,16 +11,26 @@ segments after a clear or an erase is pipeline/store/users.py `purge_deleted_tex
 
 from __future__ import annotations
 
+import contextlib
 import json
-from typing import Protocol, Sequence
+from typing import Iterator, Protocol, Sequence
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 
 from ..db.queries import query
 from ..search.terms import fts5_match, pg_tsquery
 
 
 class SearchStorage(Protocol):
+    def searching(self) -> contextlib.AbstractContextManager["SearchReads"]: ...
+    def search_candidates(self, user_id: int, terms: Sequence[str], partitions: Sequence[str],
+                          limit: int) -> list[dict]: ...
+
+
+class SearchReads(Protocol):
+    """The reads of one search, on one connection."""
+
     def search_candidates(self, user_id: int, terms: Sequence[str], partitions: Sequence[str],
                           limit: int) -> list[dict]: ...
     def channel_audience(self, channel_id: int) -> dict | None: ...
@@ -28,7 +38,14 @@ class SearchStorage(Protocol):
     def partitions_posted_in(self, user_id: int) -> list[str]: ...
 
 
-class SearchStore:
+class _OneSearch:
+    """A search's statements on the one connection `SearchStore.searching` checked out: one pool
+    checkout (PostgreSQL: one liveness ping) and one read transaction per search, not one per
+    statement — on PostgreSQL each of those is a round trip to the server."""
+
+    def __init__(self, conn: Connection, dialect: str):
+        self.conn, self.dialect = conn, dialect
+
     def search_candidates(self, user_id: int, terms: Sequence[str], partitions: Sequence[str],
                           limit: int) -> list[dict]:
         """At most `limit` items of `user_id` holding any of `terms` (pipeline/search/terms.py
@@ -44,23 +61,34 @@ class SearchStore:
         else:
             sql = query("search_candidates_sqlite")
             params |= {"match": fts5_match(user_id, list(terms)), "partitions": json.dumps(list(partitions))}
-        with self.reading("searching memory") as conn:
-            return [dict(r._mapping) for r in conn.execute(sa.text(sql), params)]
+        return [dict(r._mapping) for r in self.conn.execute(sa.text(sql), params)]
 
     # ------------------------------------------------------------------ audience point queries
 
     def channel_audience(self, channel_id: int) -> dict | None:
         """A channel's guild_id, one_to_one and is_group; None when no import named it."""
-        with self.reading("reading a channel") as conn:
-            row = conn.execute(sa.text(query("search_channel")), {"channel_id": int(channel_id)}).first()
+        row = self.conn.execute(sa.text(query("search_channel")), {"channel_id": int(channel_id)}).first()
         return None if row is None else dict(row._mapping)
 
     def speakers_in(self, partition: str) -> int:
         """How many people wrote in a partition, counted up to 2 (enough to tell a private DM)."""
-        with self.reading("counting DM participants") as conn:
-            return int(conn.execute(sa.text(query("search_speakers")), {"partition": partition}).scalar_one())
+        return int(self.conn.execute(sa.text(query("search_speakers")), {"partition": partition}).scalar_one())
 
     def partitions_posted_in(self, user_id: int) -> list[str]:
         """Every partition the user has a message in, sorted."""
-        with self.reading("listing a user's partitions") as conn:
-            return list(conn.execute(sa.text(query("search_user_partitions")), {"user_id": int(user_id)}).scalars())
+        return list(self.conn.execute(sa.text(query("search_user_partitions")), {"user_id": int(user_id)}).scalars())
+
+
+class SearchStore:
+    @contextlib.contextmanager
+    def searching(self) -> Iterator[SearchReads]:
+        """One connection for the reads of one search (pipeline/search/find.py); any driver error
+        in them is a StoreError."""
+        with self.reading("searching memory") as conn:
+            yield _OneSearch(conn, self.dialect)
+
+    def search_candidates(self, user_id: int, terms: Sequence[str], partitions: Sequence[str],
+                          limit: int) -> list[dict]:
+        """`_OneSearch.search_candidates` on a connection of its own."""
+        with self.searching() as reads:
+            return reads.search_candidates(user_id, terms, partitions, limit)
