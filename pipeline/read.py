@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 from .calendar import parse_scope
+from .clock import system_clock
 from .config import Settings, load_settings
 from .errors import SearchError
 from .ids import parse_id
@@ -30,6 +31,7 @@ from .search.related import add_related
 from .store import Store
 
 MAX_SEARCH_LIMIT = 100
+RELATED_POOL = 4  # get_context asks for this many times [search] context_hits, then drops what it holds
 # Threads of the async twins. Each keeps its own read connection (store/read.py), so this stays
 # well under a PostgreSQL pool's size (pool_size + pool_max_overflow, 5 + 10 by default).
 ASYNC_READ_THREADS = 4
@@ -106,7 +108,8 @@ def reset() -> None:
 
 
 def get_context(scope: str, user_id: int, *, query: str | None = None, budget_tokens: int | None = None,
-                store: Store | None = None, database_url: str | None = None) -> Context | None:
+                store: Store | None = None, database_url: str | None = None,
+                settings: Settings | None = None) -> Context | None:
     """The context a bot should read before answering `user_id` in `scope`, or None when there is
     no memory for them there. Raises StoreError when the database fails (never returns None for
     an outage), IdError for bad input: a malformed scope (ScopeError, an IdError) or a user id
@@ -118,7 +121,8 @@ def get_context(scope: str, user_id: int, *, query: str | None = None, budget_to
     is never cut), in `Context.hits`. With no stored context, hits alone make one (as_of_day: the
     newest hit's day, made_at: now). SearchError for a query that is not text or a budget below 1.
 
-    database_url: default, the configured one (settings loaded once per process, see `reset`)."""
+    database_url: default, the configured one (settings loaded once per process, see `reset`).
+    settings: whose [search] section a query uses (default: those loaded once per process)."""
     _check_scope(scope) if isinstance(scope, str) else parse_scope(scope)  # not a str: ScopeError, uncached
     user_id = parse_id(user_id, "user_id")  # int(1.16e18) would silently read another user's row
     if query is not None or budget_tokens is not None:  # checked before any store is opened
@@ -126,7 +130,8 @@ def get_context(scope: str, user_id: int, *, query: str | None = None, budget_to
             _check_query(query)
         if budget_tokens is not None and (type(budget_tokens) is not int or budget_tokens < 1):
             raise SearchError(f"budget_tokens must be a whole number of tokens, at least 1 (got {budget_tokens!r})")
-        return _context_with_hits(scope, user_id, query, budget_tokens, store or _store_for(database_url))
+        return _context_with_hits(scope, user_id, query, budget_tokens, store or _store_for(database_url),
+                                  settings or _loaded_settings())
     row = (store or _store_for(database_url)).context_fast(scope, user_id)
     if row is None:
         return None
@@ -139,20 +144,21 @@ def get_context(scope: str, user_id: int, *, query: str | None = None, budget_to
 
 
 def _context_with_hits(scope: str, user_id: int, query: str | None, budget_tokens: int | None,
-                       store: Store) -> Context | None:
+                       store: Store, settings: Settings) -> Context | None:
     stored = get_context(scope, user_id, store=store)  # the fast path: the stored row as it is
     terms = query_terms(query) if query is not None else []
     if not terms:  # nothing to look for: the stored context as it is
         return stored
-    settings = _loaded_settings()
     budget = settings.search.context_budget_tokens if budget_tokens is None else budget_tokens
-    hits = find_hits(store, parse_scope(scope), user_id, terms, limit=settings.search.context_hits)
-    text, kept = add_related(stored.text if stored else None, hits, budget)
+    wanted = settings.search.context_hits
+    # more hits than wanted: the best ones are often what the stored context already says
+    hits = find_hits(store, parse_scope(scope), user_id, terms, limit=min(MAX_SEARCH_LIMIT, RELATED_POOL * wanted))
+    text, kept = add_related(stored.text if stored else None, hits, budget, max_hits=wanted)
     if not kept:
         return stored
     if stored is not None:
         return stored._replace(text=text, hits=kept)
-    return Context(scope, user_id, text, max(h.day for h in kept), dt.datetime.now(dt.timezone.utc), False, kept)
+    return Context(scope, user_id, text, max(h.day for h in kept), system_clock(), False, kept)
 
 
 def _check_query(query) -> None:
@@ -206,10 +212,11 @@ async def _off_the_loop(call: functools.partial):
 
 
 async def aget_context(scope: str, user_id: int, *, query: str | None = None, budget_tokens: int | None = None,
-                       store: Store | None = None, database_url: str | None = None) -> Context | None:
+                       store: Store | None = None, database_url: str | None = None,
+                       settings: Settings | None = None) -> Context | None:
     """`get_context` on this module's read threads: the same result and errors, the loop free."""
     return await _off_the_loop(functools.partial(get_context, scope, user_id, query=query, budget_tokens=budget_tokens,
-                                                 store=store, database_url=database_url))
+                                                 store=store, database_url=database_url, settings=settings))
 
 
 async def asearch(scope: str, user_id: int, query: str, *, limit: int = 5, store: Store | None = None,

@@ -51,15 +51,16 @@ def context_cmd(state: State, scope, user_id, query, budget, as_json):
     if query is None:
         c = get_context(scope, user_id, store=state.store())
     else:
-        budget = budget or state.settings.search.context_budget_tokens  # this command's --config, not the default
-        c = get_context(scope, user_id, query=query, budget_tokens=budget, store=state.store())
+        c = get_context(scope, user_id, query=query, budget_tokens=budget, store=state.store(),
+                        settings=state.settings)  # this command's --config, not the process default
     if c is None:
         matched = f" and no memory {scope} may read matches {query!r}" if query is not None else ""
         raise MempipeError(f"no context for user {user_id} in {scope}{matched} "
                            f"(has `mempipe run` been run since they spoke?)")
     if query is not None and not c.hits:
         click.echo(f"no related memories added for {query!r}: nothing {scope} may read matches it "
-                   f"that the context does not hold already, within {budget} tokens", err=True)
+                   f"that the context does not hold already, within "
+                   f"{budget or state.settings.search.context_budget_tokens} tokens", err=True)
     if as_json:
         _echo_json(c._asdict() | {"hits": [hit_json(i, h) for i, h in enumerate(c.hits, 1)]})
     else:

@@ -41,6 +41,9 @@ MESSAGES = [
     _line(3, SECRET, ANA, "I have a cat named Miso and she sleeps on my keyboard.", "2026-09-02T10:00:00+00:00"),
     _line(4, DM_ANA, ANA, "I am allergic to peanuts, please remember that.", "2026-09-02T12:00:00+00:00"),
     _line(5, GENERAL, ANA, "I love hiking in the mountains on weekends.", "2026-09-03T10:00:00+00:00"),
+    # weeks before: in a daily summary, but in no context of 2026-09-03 (not today, not the past week)
+    _line(6, SECRET, ANA, "the tram was late again near the old cathedral, Miso hid under the sofa",
+          "2026-08-20T10:00:00+00:00"),
 ]
 GUILD, CHANNEL, DM = f"guild:{G}", f"channel:{SECRET}", f"dm:{DM_ANA}"
 
@@ -52,7 +55,7 @@ def community(mp, tmp_path):
     path.write_text("".join(json.dumps(m) + "\n" for m in MESSAGES), encoding="utf-8")
     with freeze_time(NOW):
         mp("import", str(path))
-        mp("replay", "--from", "2026-09-01", "--to", "2026-09-03")
+        mp("replay", "--from", "2026-08-20", "--to", "2026-09-03")
         mp("facts", "remember", "--scope", GUILD, "--user", str(ANA), "Ana speaks Portuguese")
         mp("facts", "remember", "--scope", CHANNEL, "--user", str(ANA), "Ana keeps bees")
         mp("facts", "remember", "--scope", DM, "--user", str(ANA), "Ana is training for a marathon")

@@ -352,3 +352,16 @@ def test_an_unreachable_database_raises_store_error(db_kind, db_url, tmp_path):
             store.close()
     finally:
         read.reset()
+
+
+def test_get_context_takes_its_search_settings_and_looks_past_hits_it_holds(store, settings):
+    stored = "# Ana: long-term memory\n\n## Other\n- Lives in Lisbon\n- Rides the tram in Lisbon"
+    stored_context(store, stored)
+    add_fact(store, ANA, GUILD, "Lives in Lisbon", confidence=1.0)  # the best hits: already in the context
+    add_fact(store, ANA, GUILD, "Rides the tram in Lisbon", confidence=1.0)
+    for n in range(3):
+        add_daily(store, ANA, GUILD, f"Ana found café number {n} in Lisbon", D - dt.timedelta(days=n + 1))
+    one = settings.model_copy(update={"search": settings.search.model_copy(update={"context_hits": 1})})
+    ctx = get_context(GUILD, ANA, query="Lisbon", store=store, settings=one)
+    assert [h.kind for h in ctx.hits] == ["daily"]  # past the two it holds, and only one ([search] context_hits)
+    assert len(get_context(GUILD, ANA, query="Lisbon", store=store, settings=settings).hits) == 3

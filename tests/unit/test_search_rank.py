@@ -75,3 +75,16 @@ def test_related_never_cuts_the_stored_text():
     text, kept = add_related(None, [hit("Keeps bees\non the roof")], budget_tokens=50)
     assert text == f"{HEADER}\n- Keeps bees on the roof (2026-09-01)" and len(kept) == 1
     assert add_related(None, [], budget_tokens=50) == ("", ())
+
+
+def test_related_skips_a_summary_the_context_quotes_under_other_labels_but_not_one_with_news():
+    stored = 'Past week: Ana said "I have a cat named Miso, she sleeps all day" and went hiking.'
+    quoted = hit('Ana: "I have a cat named Miso, she sleeps all day"')
+    news = hit('Ana: "I have a cat named Miso and I adopted a second one, Pip, on Sunday"')
+    short_held, short_new = hit("went hiking"), hit("hiking boots")
+    text, kept = add_related(stored, [quoted, news, short_held, short_new], budget_tokens=500)
+    assert [h.text for h in kept] == [news.text, short_new.text]
+    # an earlier hit counts as held text too: the same sentence as a daily and a week summary is added once
+    again = hit('Past week: Ana adopted a second cat, Pip, on Sunday')
+    text, kept = add_related(None, [hit("Ana adopted a second cat, Pip, on Sunday"), again], budget_tokens=500)
+    assert len(kept) == 1
