@@ -148,11 +148,15 @@ def _latency_bound(db: str, r: dict, profiles: dict, load: list | None) -> str:
         if calls:
             text += (f". In the profiled pass ({calls:,} searches): {sql['statements'] / calls:.2f} SQL statements "
                      f"per search (the candidates statement, mean {top['mean_us']:,.0f} µs, plus the audience point "
-                     f"queries a channel or DM scope needs), each in its own read transaction"
+                     f"queries a channel or DM scope needs), all in one read transaction"
                      + (f", {waits / calls:.1f} waits on the server per search (psycopg `wait`: BEGIN, "
                         f"statement, end of transaction)" if waits else "")
                      + f"; statements are {sql['driver_share_of_wall']:.0%} of the wall time, the rest is the "
                      f"driver and SQLAlchemy around them (profile below)")
+    if lat["raw"]["p99_ms"] >= 0.8 * lat["search"]["p99_ms"]:
+        text += (". The bare query alone is most of that p99: the full-text engine merges the doclists of the "
+                 "query's words over the whole index (the user is one more term of the same query), so the tail "
+                 "is the engine's, not the work search adds around it")
     if load:
         text += f". Load average at the end of the run: {', '.join(str(x) for x in load)} on 2 CPUs (shared)"
     return text + "."
