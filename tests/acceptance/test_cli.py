@@ -124,7 +124,7 @@ def test_dry_run_reports_and_writes_nothing(mp):
 def test_db_status(mp):
     status = json.loads(mp("db", "status", "--json").output)
     assert all(m["applied"] for m in status["migrations"])
-    assert status["tables"]["chat_history"] == 0
+    assert status["tables"]["chat_history"] == 0 and status["tables"]["memory_items"] == 0  # the search index
 
 
 def test_ids_beyond_64_bits_are_refused_cleanly(mp):
