@@ -260,12 +260,22 @@ class InMemoryStageStore(InMemoryFacts, InMemoryControls):
     def messages_between(self, partition, start, end) -> list[dict]:
         start, end = _bind("chat_history", "ts", start), _bind("chat_history", "ts", end)
         rows = [m for m in self._select("chat_history", partition=partition) if start <= m["ts"] < end]
-        return [_out(m, ("message_id", "channel_id", "user_id", "text", "ts", "reply_to", "guild_id"))
+        return [_out(m, ("message_id", "channel_id", "user_id", "text", "ts", "reply_to", "guild_id", "author_name"))
                 for m in sorted(rows, key=lambda m: (m["ts"], m["message_id"], m["channel_id"]))]
 
     @_recorded
-    def authors_of(self, messages) -> dict[tuple[int, int], int]:
-        return {k: r["user_id"] for k in messages if (r := self.tables["chat_history"].get(k))}  # by (channel, id)
+    def authors_of(self, messages) -> dict[tuple[int, int], tuple[int, str | None]]:  # by (channel, id)
+        return {k: (r["user_id"], r["author_name"]) for k in messages if (r := self.tables["chat_history"].get(k))}
+
+    @_recorded
+    def names_before(self, partition, user_ids, before) -> dict[int, str]:  # as DerivedStore.names_before
+        before, out = _bind("chat_history", "ts", before), {}
+        for m in sorted(self._select("chat_history", partition=partition, user_id=user_ids),
+                        key=lambda m: (m["ts"], m["author_name"] or "")):
+            if m["ts"] < before and m["author_name"] is not None:
+                out[m["user_id"]] = m["author_name"]
+        return out | {r["user_id"]: r["display_name"] for r in self._select("members", partition=partition, user_id=user_ids)
+                      if r["user_id"] not in out and r["seen_at"] < before}
 
     @_recorded
     def member_names(self, user_ids=None, partitions=None) -> dict[tuple[str, int], str]:

@@ -34,14 +34,15 @@ TRUNCATE mempipe_stg_chat;
 
 -- name: pg_staging_copy
 -- Binary COPY of one batch into the staging table.
-COPY mempipe_stg_chat (message_id, guild_id, channel_id, visibility, partition, user_id, text, ts, reply_to, edited_ts, ingested_at) FROM STDIN (FORMAT BINARY);
+COPY mempipe_stg_chat (message_id, guild_id, channel_id, visibility, partition, user_id, text, ts, reply_to, edited_ts, ingested_at, author_name) FROM STDIN (FORMAT BINARY);
 
 -- name: pg_staging_upsert
 -- Idempotent by (channel_id, message_id); a strictly newer edited_ts by the same author replaces
--- text and edited_ts, nothing else. DISTINCT ON is defensive: the importer already keeps one row
--- (the newest edit) per message and refuses a copy by another author.
-INSERT INTO chat_history (message_id, guild_id, channel_id, visibility, partition, user_id, text, ts, reply_to, edited_ts, ingested_at)
-SELECT DISTINCT ON (channel_id, message_id) message_id, guild_id, channel_id, visibility, partition, user_id, text, ts, reply_to, edited_ts, ingested_at FROM mempipe_stg_chat
+-- text and edited_ts, nothing else (author_name keeps the name at the message's time). DISTINCT
+-- ON is defensive: the importer already keeps one row (the newest edit) per message and refuses
+-- a copy by another author.
+INSERT INTO chat_history (message_id, guild_id, channel_id, visibility, partition, user_id, text, ts, reply_to, edited_ts, ingested_at, author_name)
+SELECT DISTINCT ON (channel_id, message_id) message_id, guild_id, channel_id, visibility, partition, user_id, text, ts, reply_to, edited_ts, ingested_at, author_name FROM mempipe_stg_chat
 ORDER BY channel_id, message_id, edited_ts DESC NULLS LAST
 ON CONFLICT (channel_id, message_id) DO UPDATE SET text = EXCLUDED.text, edited_ts = EXCLUDED.edited_ts
 WHERE EXCLUDED.edited_ts IS NOT NULL

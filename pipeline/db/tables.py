@@ -44,6 +44,7 @@ chat_history = sa.Table(
     "chat_history", metadata, *_required(message_id=Id), *_optional(guild_id=Id),
     *_required(channel_id=Id, visibility=sa.Text, partition=sa.Text, user_id=Id, text=sa.Text, ts=UtcDateTime),
     *_optional(reply_to=Id, edited_ts=UtcDateTime), *_required(ingested_at=UtcDateTime),
+    *_optional(author_name=sa.Text),  # 0008: the author's display name at the time (an edit keeps it)
     sa.PrimaryKeyConstraint("channel_id", "message_id"),
 )
 

@@ -5,7 +5,9 @@ chat), so the same id in another channel is another message. Idempotent by that 
 upserts); a newer edit (a later edited_ts) replaces the text, an older or equal one does not, and
 a second copy that differs in anything else (author, time, reply) is refused: it would put one
 person's words under another's name. A deletion row (`"deleted": true`, pipeline/ingest/deletion.py)
-deletes instead, in input order relative to the other rows. Any bad row aborts the whole import:
+deletes instead, in input order relative to the other rows. A message keeps the author's display
+name it was first stored with (author_name, the name at its time): a later copy — an edit, or an
+export made after a rename — does not change it, so an earlier day never reads differently. Any bad row aborts the whole import:
 nothing is written, and the InputError names the file (or "python") and the line or message id.
 """
 
@@ -242,10 +244,15 @@ class _Writer:
             text = _cut(text, self.max_chars)
             self.report.cut += 1
 
+        # Names are learned per partition, from that partition's messages: a name seen only in a
+        # restricted channel or a DM never labels anyone elsewhere (ARCHITECTURE.md, "names").
+        # The message keeps the name it was posted under (author_name); an edit keeps it too.
+        name = _cut(msg.user_name.strip(), NAME_CHARS)
         row = {
             "message_id": msg.message_id, "guild_id": msg.guild_id, "channel_id": msg.channel_id,
             "visibility": msg.visibility, "partition": partition, "user_id": msg.user_id, "text": text,
             "ts": msg.ts, "reply_to": msg.reply_to, "edited_ts": msg.edited_ts, "ingested_at": self.now,
+            "author_name": name or None,
         }
         key = (msg.channel_id, msg.message_id)
         prev = self.messages.get(key)
@@ -258,9 +265,6 @@ class _Writer:
         elif _newer_edit(row["edited_ts"], prev["edited_ts"]):
             prev["text"], prev["edited_ts"] = row["text"], row["edited_ts"]
 
-        # Names are learned per partition, from that partition's messages: a name seen only in a
-        # restricted channel or a DM never labels anyone elsewhere (ARCHITECTURE.md, "names").
-        name = _cut(msg.user_name.strip(), NAME_CHARS)
         member = self.members.get((partition, msg.user_id))
         if name and (member is None or msg.ts >= member["seen_at"]):
             self.members[(partition, msg.user_id)] = {"partition": partition, "user_id": msg.user_id,

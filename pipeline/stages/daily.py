@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import datetime as dt
 
@@ -27,35 +28,54 @@ def _readable_channels(ctx: RunContext, partition: str, guild_id: int | None, me
     return {c: row.get("name") for c, row in ctx.store.channels(wanted).items() if row["partition"] in readable}
 
 
-def _partition_day(partition: str, day: dt.date, messages: list[dict], names: dict[int, str],
-                   reply_authors: dict[tuple[int, int], int], channels: dict[int, str | None]) -> PartitionDay:
-    speakers: dict[int, str] = {}
-    for m in messages:  # a speaker with no members row gets a neutral label, never its id
-        if m["user_id"] not in speakers:
-            speakers[m["user_id"]] = names.get(m["user_id"], f"member {len(speakers) + 1}")
-    lines = tuple(
-        ChatLine(
-            message_id=m["message_id"],
-            user_id=m["user_id"],
-            name=speakers[m["user_id"]],
-            text=render_markup(m["text"], names, channels),
-            ts=m["ts"],
-            reply_to_name=names.get(reply_authors.get((m["channel_id"], m["reply_to"]), -1)) if m["reply_to"] else None,
-            channel_id=m["channel_id"],
-            reply_to_user=reply_authors.get((m["channel_id"], m["reply_to"])) if m["reply_to"] else None,
-        )
-        for m in messages
-    )
-    return PartitionDay(partition, day, lines, dict(sorted(speakers.items())))
+# Part of every daily input hash: the rendering of names changed (names as they stood at each
+# message's time, issue 14), so no partition-day hashed the old way is taken as fresh.
+DAILY_INPUT_VERSION = "names-at-time"
 
 
-def _names_for(ctx: RunContext, partition: str, messages: list[dict], reply_authors: dict) -> dict[int, str]:
-    """Names of the speakers, the mentioned and the replied-to, as seen in this partition only:
-    anyone else reads as a placeholder (ARCHITECTURE.md, "names")."""
-    wanted = {m["user_id"] for m in messages} | set(reply_authors.values())
+def _partition_day(partition: str, day: dt.date, messages: list[dict], names_at: "_NamesAt",
+                   replied: dict[tuple[int, int], tuple[int, str | None]], channels: dict[int, str | None]) -> PartitionDay:
+    """Names as they stood when each message was posted, so that a later first post, rename or
+    import of a name never changes this day's input: a speaker is the name on their first named
+    message of the day (else "member N"), a reply names the replied message's author_name, a
+    mention the mentioned user's name in this partition at the message's time (else "@someone")."""
+    speakers: dict[int, str | None] = {}
     for m in messages:
-        wanted |= mentioned_ids(m["text"])
-    return {u: n for (_p, u), n in ctx.store.member_names(wanted, [partition]).items()}
+        if speakers.get(m["user_id"]) is None:
+            speakers[m["user_id"]] = m["author_name"]
+    speakers = {u: n or f"member {i}" for i, (u, n) in enumerate(speakers.items(), 1)}
+    lines = []
+    for m in messages:
+        reply = replied.get((m["channel_id"], m["reply_to"])) if m["reply_to"] else None
+        names = {u: n for u in mentioned_ids(m["text"]) if (n := names_at(u, m["ts"])) is not None}
+        lines.append(ChatLine(
+            message_id=m["message_id"], user_id=m["user_id"], name=speakers[m["user_id"]],
+            text=render_markup(m["text"], names, channels), ts=m["ts"],
+            reply_to_name=reply[1] if reply else None, channel_id=m["channel_id"],
+            reply_to_user=reply[0] if reply else None,
+        ))
+    return PartitionDay(partition, day, tuple(lines), dict(sorted(speakers.items())))
+
+
+class _NamesAt:
+    """A user's display name in one partition at a time: the author_name of their latest named
+    message there at or before it — from the window read (`stored`, ordered by time), else the
+    name that stood when the window began (`earlier`, store.names_before). Only this partition's
+    messages: a name is never taken from another partition (ARCHITECTURE.md, "names")."""
+
+    def __init__(self, stored: list[dict], users: set[int], earlier: dict[int, str]):
+        self.history: dict[int, tuple[list, list]] = {}
+        for m in stored:
+            if m["user_id"] in users and m["author_name"] is not None:
+                times, names = self.history.setdefault(m["user_id"], ([], []))
+                times.append(m["ts"])
+                names.append(m["author_name"])
+        self.earlier = earlier
+
+    def __call__(self, user_id: int, ts: dt.datetime) -> str | None:
+        times, names = self.history.get(user_id, ((), ()))
+        i = bisect.bisect_right(times, ts)
+        return names[i - 1] if i else self.earlier.get(user_id)
 
 
 def build_partition_day(ctx: RunContext, partition: str, guild_id: int | None, day: dt.date) -> PartitionDay | None:
@@ -81,26 +101,28 @@ def load_partition_days(ctx: RunContext, partition: str, guild_id: int | None,
             {m["ts"].astimezone(tz).date() for m in messages}
     if not messages:
         return {}
-    # a reply names a message of its own channel: (channel id, message id)
-    in_window = {(m["channel_id"], m["message_id"]): m["user_id"] for m in stored}
+    # a reply names a message of its own channel: (channel id, message id) -> (author, author_name)
+    in_window = {(m["channel_id"], m["message_id"]): (m["user_id"], m["author_name"]) for m in stored}
     replies = {(m["channel_id"], m["reply_to"]) for m in messages if m["reply_to"]}
-    reply_authors = {r: in_window[r] for r in replies if r in in_window}
-    reply_authors |= ctx.store.authors_of(replies - set(reply_authors)) if replies - set(reply_authors) else {}
-    names = _names_for(ctx, partition, messages, reply_authors)
+    replied = {r: in_window[r] for r in replies if r in in_window}
+    replied |= ctx.store.authors_of(replies - set(replied)) if replies - set(replied) else {}
+    mentioned = set().union(*(mentioned_ids(m["text"]) for m in messages))
+    earlier = ctx.store.names_before(partition, mentioned, start) if mentioned else {}
+    names_at = _NamesAt(stored, mentioned, earlier)
     by_day: dict[dt.date, list[dict]] = {}
     for m in messages:
         day = m["ts"].astimezone(tz).date()
         if day in wanted:
             by_day.setdefault(day, []).append(m)
     channels = _readable_channels(ctx, partition, guild_id, messages)
-    return {day: _partition_day(partition, day, msgs, names, reply_authors, channels)
+    return {day: _partition_day(partition, day, msgs, names_at, replied, channels)
             for day, msgs in sorted(by_day.items())}
 
 
 def daily_input_hash(pd: PartitionDay, forgotten: list, fingerprint: str) -> str:
     """`forgotten`: the key of the forgotten facts that apply to the partition-day (Applied.key)."""
     return input_hash(
-        "daily", pd.partition, pd.day, fingerprint,
+        "daily", DAILY_INPUT_VERSION, pd.partition, pd.day, fingerprint,
         sorted(pd.speakers.items()),
         [(ln.message_id, ln.user_id, ln.ts, ln.text, ln.reply_to_name) for ln in pd.lines],
         sorted(forgotten),

@@ -43,7 +43,8 @@ class DerivedStorage(Protocol):
 
     def partitions_between(self, start: dt.datetime, end: dt.datetime, guild_id: int | None = None) -> list[dict]: ...
     def messages_between(self, partition: str, start: dt.datetime, end: dt.datetime) -> list[dict]: ...
-    def authors_of(self, messages: Iterable[tuple[int, int]]) -> dict[tuple[int, int], int]: ...
+    def authors_of(self, messages: Iterable[tuple[int, int]]) -> dict[tuple[int, int], tuple[int, str | None]]: ...
+    def names_before(self, partition: str, user_ids: Iterable[int], before: dt.datetime) -> dict[int, str]: ...
     def member_names(self, user_ids: Iterable[int] | None = None,
                      partitions: Iterable[str] | None = None) -> dict[tuple[str, int], str]: ...
     def channels(self, channel_ids: Iterable[int] | None = None) -> dict[int, dict]: ...
@@ -96,12 +97,13 @@ class DerivedStore:
 
     def messages_between(self, partition: str, start: dt.datetime, end: dt.datetime) -> list[dict]:
         c = chat_history.c
-        q = (sa.select(c.message_id, c.channel_id, c.user_id, c.text, c.ts, c.reply_to, c.guild_id)
+        q = (sa.select(c.message_id, c.channel_id, c.user_id, c.text, c.ts, c.reply_to, c.guild_id, c.author_name)
              .where(c.partition == partition, c.ts >= start, c.ts < end).order_by(c.ts, c.message_id, c.channel_id))
         return self.rows("reading messages", q)
 
-    def authors_of(self, messages: Iterable[tuple[int, int]]) -> dict[tuple[int, int], int]:
-        """Authors of (channel id, message id) messages: a reply names a message of its own channel."""
+    def authors_of(self, messages: Iterable[tuple[int, int]]) -> dict[tuple[int, int], tuple[int, str | None]]:
+        """Author and author_name of (channel id, message id) messages: a reply names a message of
+        its own channel."""
         c = chat_history.c
         by_channel: dict[int, list[int]] = defaultdict(list)
         for channel_id, message_id in messages:
@@ -109,8 +111,33 @@ class DerivedStore:
         out = {}
         for channel_id, ids in sorted(by_channel.items()):
             rows = self.rows_in("reading reply authors", lambda chunk, ch=channel_id: sa.select(
-                c.channel_id, c.message_id, c.user_id).where(c.channel_id == ch, c.message_id.in_(chunk)), ids)
-            out.update({(r["channel_id"], r["message_id"]): r["user_id"] for r in rows})
+                c.channel_id, c.message_id, c.user_id, c.author_name).where(
+                c.channel_id == ch, c.message_id.in_(chunk)), ids)
+            out.update({(r["channel_id"], r["message_id"]): (r["user_id"], r["author_name"]) for r in rows})
+        return out
+
+    def names_before(self, partition: str, user_ids: Iterable[int], before: dt.datetime) -> dict[int, str]:
+        """Each user's display name in this partition as it stood just before `before`: the
+        author_name of their latest named message there before it (ties: the greatest name),
+        else — those messages gone to retention — their members name when it was last seen
+        before `before` (then it is the same name). Users with neither are left out."""
+        c = chat_history.c
+
+        def latest(ids):
+            last = (sa.select(c.user_id, sa.func.max(c.ts).label("ts"))
+                    .where(c.partition == partition, c.user_id.in_(ids), c.ts < before, c.author_name.is_not(None))
+                    .group_by(c.user_id).subquery())
+            return (sa.select(c.user_id, sa.func.max(c.author_name).label("name"))
+                    .join(last, sa.and_(c.user_id == last.c.user_id, c.ts == last.c.ts))
+                    .where(c.partition == partition, c.author_name.is_not(None)).group_by(c.user_id))
+
+        out = {r["user_id"]: r["name"] for r in self.rows_in("reading names before a day", latest, user_ids)}
+        m = members.c
+        rest = set(user_ids) - set(out)
+        if rest:
+            rows = self.rows_in("reading member names", lambda ids: sa.select(m.user_id, m.display_name).where(
+                m.partition == partition, m.user_id.in_(ids), m.seen_at < before), rest)
+            out |= {r["user_id"]: r["display_name"] for r in rows}
         return out
 
     def member_names(self, user_ids: Iterable[int] | None = None,

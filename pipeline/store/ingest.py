@@ -3,7 +3,8 @@
 PostgreSQL takes a batch through binary COPY into a per-transaction staging table, then one
 INSERT … SELECT … ON CONFLICT (the named queries `pg_staging_*` in sql/queries.sql); SQLite
 takes one executemany upsert. Both: idempotent by (channel id, message id); a strictly newer
-edited_ts replaces text and edited_ts, nothing else changes, and never for another author (the
+edited_ts replaces text and edited_ts, nothing else changes (author_name keeps the name at the
+message's time), and never for another author (the
 importer refuses such a copy first; the upserts would leave the stored message alone).
 """
 

@@ -196,8 +196,13 @@ def test_the_migration_indexes_what_was_already_stored(db_url, settings, with_da
     try:
         _upgrade_to(store.engine, 6)
         if with_data:
+            # today's importer writes chat_history.author_name (0008): lend the column to the import
+            with store.engine.begin() as conn:
+                conn.execute(sa.text("ALTER TABLE chat_history ADD COLUMN author_name TEXT"))
             import_files(store, [SAMPLE], settings)
             replay(store, settings, "2026-11-01", "2026-11-04")
+            with store.engine.begin() as conn:
+                conn.execute(sa.text("ALTER TABLE chat_history DROP COLUMN author_name"))
         store.upgrade()
         items = assert_in_step(store)
         assert bool(items) == with_data
