@@ -22,7 +22,8 @@ PERSISTED_COUNTS = ("partition_days", "summarizer_calls", "prompt_tokens", "outp
                     "fallbacks", "errors", "dropped_user_ids", "llm_calls", "retries", "estimated_cost")
 PERSISTED_COUNTS += FACT_COUNTS
 REPORTED_COUNTS = ("daily_computed", "daily_folded",  # daily_folded: of which only new messages were read
-                   "historical_computed", "contexts_written", "planned_llm_calls", "planned_prompt_tokens")
+                   "historical_computed", "historical_reused",  # reused: copied by input hash, no call (a cache hit)
+                   "contexts_written", "planned_llm_calls", "planned_prompt_tokens")
 
 
 class _Counting:

@@ -1,17 +1,76 @@
-"""Historical stage: per (partition, user, day 1), one summary of that user's days 2-7."""
+"""Historical stage: per (partition, user, day 1), one summary of that user's days 2-7.
+
+Reuse by input hash. A row's input hash covers everything its text depends on: the partition,
+the user and the name the prompt gives them, the summarizer's fingerprint (kind, model, prompt
+template, lengths: `Summarizer.fingerprint`), each daily summary with its own date, and the
+forgotten facts scrubbed from the answer with the names that tie a sentence to their owner. It
+does not hold day 1: the request never states it (prompts/historical.xml.j2 shows each daily's
+absolute date and no "today"), so a model cannot write "yesterday" about it, and an answer that
+names a date names one of the dailies' dates, which are in the hash. Two day 1s with the same
+hash therefore send the same request, and a row as of another day 1 of the same (partition,
+user) with this item's hash is copied (text, degraded flags, attempts) instead of calling the
+summarizer: a nightly run where the user wrote nothing there on the new day 2 and nothing aged
+out of day 7 reuses yesterday's text. Such a day 1 lies within the days that keep every daily in
+its days 2-7 ([newest daily + 1, oldest daily + 6]); the copy is counted as a cache hit
+(`stats.historical_reused` too). A source that is not fresh for this hash (a fallback due a
+retry, or --force) is not copied: the item is computed.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
 from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..calendar import days_between, history_days
+from ..calendar import HISTORY_DAYS, days_between, history_days
 from ..hashing import input_hash
 from .context import RunContext
-from .refresh import Item, next_attempts, refresh_item
+from .refresh import Item, ItemStatus, next_attempts, refresh_item
+
+if TYPE_CHECKING:  # forgetting reads through merge, which imports the context module
+    from .forgetting import Applied
 
 BUILT_FROM_DEGRADED = "built from degraded summaries"
+
+
+@dataclass(frozen=True)
+class Inputs:
+    name: str
+    dailies: list[tuple[dt.date, str]]
+    inputs_degraded: bool
+    forgotten: "Applied"
+    key: str
+
+
+def _inputs(partition: str, uid: int, name: str, fingerprint: str, rows: list[dict], forgetting) -> Inputs:
+    dailies = [(r["day"], r["summary"]) for r in rows]
+    forgotten = forgetting.applied([partition], [uid], [name, *(t for _d, t in dailies)])
+    scrubbed = [forgotten.key()]  # and the names by which scrub finds a fact's owner
+    if forgotten.facts:
+        scrubbed.append({str(u): list(ns) for u, ns in sorted(forgotten.names.items())})
+    key = input_hash("historical", partition, uid, name, fingerprint, dailies, *scrubbed)
+    return Inputs(name, dailies, any(r["degraded"] for r in rows), forgotten, key)
+
+
+def _reusable(ctx: RunContext, partition: str, day1: dt.date, wanted: dict[int, Inputs]) -> dict[int, dict]:
+    """For each user, a fresh stored row as of another day 1 with the same input hash (the
+    nearest day 1, earlier first), read in one query for the days that could hold one."""
+    days: set[dt.date] = set()
+    for inp in wanted.values():
+        newest, oldest = max(d for d, _t in inp.dailies), min(d for d, _t in inp.dailies)
+        days.update(days_between(newest + dt.timedelta(days=1), oldest + dt.timedelta(days=HISTORY_DAYS)))
+    days.discard(day1)
+    if not days:
+        return {}
+    found: dict[int, dict] = {}
+    rows = ctx.store.historicals(days, partition=partition, user_ids=list(wanted))
+    for row in sorted(rows, key=lambda r: (abs((r["day"] - day1).days), r["day"] > day1)):
+        uid = row["user_id"]
+        if uid not in found and ctx.is_fresh(row, wanted[uid].key):
+            found[uid] = row
+    return found
 
 
 async def run_historical(ctx: RunContext, partition: str, guild_id: int | None, day1: dt.date) -> None:
@@ -23,39 +82,47 @@ async def run_historical(ctx: RunContext, partition: str, guild_id: int | None, 
     names = {u: n for (_p, u), n in ctx.store.member_names(per_user, [partition]).items()}  # this partition's
     forgetting = ctx.forgetting()
     fingerprint = ctx.summarizer.fingerprint("historical")
+    inputs = {uid: _inputs(partition, uid, names.get(uid, "this member"), fingerprint, rows, forgetting)
+              for uid, rows in per_user.items()}
+    reusable = _reusable(ctx, partition, day1, {uid: inp for uid, inp in inputs.items()
+                                                if not ctx.is_fresh(existing.get(uid), inp.key)})
 
-    async def one_user(uid: int, rows: list[dict]) -> None:
-        name = names.get(uid, "this member")
-        dailies = [(r["day"], r["summary"]) for r in rows]
-        inputs_degraded = any(r["degraded"] for r in rows)
-        forgotten = forgetting.applied([partition], [uid], [name, *(t for _d, t in dailies)])
+    async def one_user(uid: int, inp: Inputs) -> None:
+        name, dailies, key = inp.name, inp.dailies, inp.key
+
+        def row(summary: str, own_reason: str | None, attempts: int) -> dict:
+            return {
+                "partition": partition, "user_id": uid, "day": day1, "summary": summary,
+                "input_hash": key, "source_days": len(dailies),
+                "degraded": own_reason is not None or inp.inputs_degraded, "created_at": ctx.now(),
+                "attempts": attempts,
+                "degraded_reason": own_reason or (BUILT_FROM_DEGRADED if inp.inputs_degraded else None),
+            }
 
         async def compute(old: dict | None) -> None:
             outcome = await ctx.summarizer.historical(name, dailies)
             ctx.stats.record(outcome)
-            ctx.writer.historical({
-                "partition": partition, "user_id": uid, "day": day1,
-                "summary": forgotten.scrub(outcome.value, uid, name),
-                "input_hash": key, "source_days": len(dailies),
-                "degraded": outcome.degraded_reason is not None or inputs_degraded,
-                "created_at": ctx.now(),
-                "attempts": next_attempts(old, outcome.degraded_reason),
-                "degraded_reason": outcome.degraded_reason or (BUILT_FROM_DEGRADED if inputs_degraded else None),
-            })
+            ctx.writer.historical(row(inp.forgotten.scrub(outcome.value, uid, name), outcome.degraded_reason,
+                                      next_attempts(old, outcome.degraded_reason)))
             ctx.stats.historical_computed += 1
 
-        key = input_hash("historical", partition, uid, name, fingerprint, dailies, forgotten.key())
-        await refresh_item(ctx, Item(
+        def copy(source: dict) -> None:  # the same request as `source`'s: its answer, no call
+            reason = source["degraded_reason"]
+            own = None if reason is None or reason == BUILT_FROM_DEGRADED else reason
+            ctx.writer.historical(row(source["summary"], own, source["attempts"]))
+
+        status = await refresh_item(ctx, Item(
             key=f"historical:{partition}:{uid}:{day1.isoformat()}", input_hash=key, stored=existing.get(uid),
             reread=lambda: next(iter(ctx.store.historicals([day1], partition=partition, user_ids=[uid])), None),
-            compute=compute))
+            compute=compute, reused=reusable.get(uid), copy=copy))
+        ctx.stats.historical_reused += status is ItemStatus.REUSED  # a dry run: would be
 
     # Users are independent: an LLM summarizer keeps several in flight within its limits.
-    async def bounded(uid: int, rows: list[dict]) -> None:
+    async def bounded(uid: int, inp: Inputs) -> None:
         async with ctx.slot():
-            await one_user(uid, rows)
+            await one_user(uid, inp)
 
-    await asyncio.gather(*(bounded(uid, rows) for uid, rows in sorted(per_user.items())))
+    await asyncio.gather(*(bounded(uid, inp) for uid, inp in sorted(inputs.items())))
     gone = set(existing) - set(per_user)  # their dailies are gone (retention): so are these
     if gone and not ctx.dry_run:
         ctx.store.delete_historicals(partition, day1, gone)

@@ -1,9 +1,11 @@
 """One item's refresh, the same for a partition-day, a historical row and a context row:
 
   fresh?  -> CACHED (counted as a cache hit)
+  reused? -> REUSED: another key's stored row has this input hash (a historical row as of another
+             day 1); its text is copied, no call (counted as a cache hit; a dry run writes nothing)
   dry run -> PLANNED (the item's estimate is added)
   claim   -> BUSY when another run holds it and the caller would rather come back later
-  re-read under the claim (another run may have just written it) -> CACHED
+  re-read under the claim (another run may have just written it) -> CACHED; then REUSED as above
   compute -> COMPUTED, or FAILED when the summarizer raised (counted, logged; the run goes on)
 """
 
@@ -28,6 +30,7 @@ class ItemStatus(enum.Enum):
     CACHED = "cached"      # the stored row is fresh
     STALE = "stale"        # a newer row exists (a replay of an older range leaves it alone)
     PLANNED = "planned"    # dry run: would be computed
+    REUSED = "reused"      # copied from a stored row with the same input hash, no call
     COMPUTED = "computed"
     FAILED = "failed"
     BUSY = "busy"          # another run holds the claim (only when the caller does not wait)
@@ -43,6 +46,8 @@ class Item:
     plan: Callable[[], None] | None = None      # dry run: add this item's estimate
     settled: Callable[[Row], ItemStatus | None] | None = None  # an item-specific verdict first
     on_cached: Callable[[Row], None] | None = None             # a fresh row needs a small update
+    reused: Row = None                          # a fresh row stored for another key, same input hash
+    copy: Callable[[Row], None] | None = None   # hand `reused`, copied to this key, to the writer
 
 
 def next_attempts(existing: Row, own_degraded_reason: str | None) -> int:
@@ -63,9 +68,19 @@ async def refresh_item(ctx: RunContext, item: Item, *, wait: bool = True) -> Ite
             return ItemStatus.CACHED
         return None
 
+    def reuse() -> ItemStatus | None:
+        if item.reused is None or item.copy is None:
+            return None
+        ctx.stats.cache_hits += 1
+        if not ctx.dry_run:
+            item.copy(item.reused)
+        return ItemStatus.REUSED
+
     if (status := verdict(item.stored)) is not None:
         return status
     if ctx.dry_run:
+        if (status := reuse()) is not None:
+            return status
         if item.plan is not None:
             item.plan()
         return ItemStatus.PLANNED
@@ -76,7 +91,7 @@ async def refresh_item(ctx: RunContext, item: Item, *, wait: bool = True) -> Ite
                 return ItemStatus.BUSY
             await asyncio.sleep(POLL_S)
         existing = item.reread() if ctx.uses_claims else item.stored
-        if (status := verdict(existing)) is not None:
+        if (status := verdict(existing)) is not None or (status := reuse()) is not None:
             return status
         try:
             await item.compute(existing)
