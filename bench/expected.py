@@ -5,7 +5,13 @@ on-demand design would make.
 The minimum, for a run as of day 1 = D over days `window` (the stages in ARCHITECTURE.md):
 - daily: one call per partition-day with at least one message in the window;
 - historical: one call per (partition, user) with at least one daily summary in days 2-7
-  (D-6 .. D-1);
+  (D-6 .. D-1), except where the run finds a historical row as of an earlier day 1 (the previous
+  night's, `stored_day1`) built from the same dated dailies: the user's days in that partition
+  are the same in both windows (nothing on the new day 2, nothing aged out), so the input hash is
+  the same and the row is copied without a call (pipeline/stages/historical.py). A daily text
+  counts as unchanged unless its partition-day is in the window: `bench/instant.py` writes a
+  user's daily from the day, their name and their own messages, so a day summarised again for a
+  mention's name (`names_from`) keeps its texts (a model's answer might not: a call more);
 - merge: one call per context (scope, user) with at least two non-empty inputs among facts,
   day-1 summaries and historical summaries of the scope's source partitions (guild:G <- G;
   channel:C <- C + its guild; a one-to-one dm:D <- D + every partition the user posted in;
@@ -109,9 +115,14 @@ def _sources(act: Activity, scope: str, user: int, dm_speakers: dict[str, set[in
     return [scope] + sorted(act.partitions_of[user] - {scope}) if private else [scope]
 
 
-def minimum(act: Activity, window: list[dt.date], day1: dt.date, *, names_from: dt.date | None = None) -> dict[str, int]:
+def minimum(act: Activity, window: list[dt.date], day1: dt.date, *, names_from: dt.date | None = None,
+            stored_day1: dt.date | None = None) -> dict[str, int]:
     """Fewest calls of a run as of `day1` whose daily stage must compute the partition-days of
     `window` (the others are already up to date).
+
+    stored_day1: an earlier day 1 whose historical rows the run finds stored (a steady nightly
+    run: the previous night's); the (partition, user) pairs whose input is the same as of both
+    need no historical call (`same_history`).
 
     names_from: the first day whose messages this run's import added (a steady nightly run).
     A partition-day outside the window then also needs its call again when it mentions someone
@@ -134,6 +145,8 @@ def minimum(act: Activity, window: list[dt.date], day1: dt.date, *, names_from: 
         if act.kind[p] == "dm":
             dm_speakers[p] |= us
     historical = sum(len(us) for us in hist_users.values())
+    if stored_day1 is not None:
+        historical -= same_history(act, day1, stored_day1, window)
     scopes = set(day1_users) | set(hist_users)
     merge = contexts = 0
     for scope in scopes:
@@ -147,18 +160,22 @@ def minimum(act: Activity, window: list[dt.date], day1: dt.date, *, names_from: 
             "total": daily + historical + merge, "contexts": contexts}
 
 
-def unchanged_history(act: Activity, day1: dt.date) -> int:
-    """Historical calls of a run as of `day1` whose input equals that of the run as of the day
-    before (the user wrote nothing in the partition on the new day 2, and nothing aged out of
-    the old day 7): a cross-day lookup by input hash could reuse yesterday's text."""
-    new_day2, old_day7 = day1 - dt.timedelta(days=1), day1 - dt.timedelta(days=7)
+def same_history(act: Activity, day1: dt.date, earlier: dt.date, window: Iterable[dt.date] = ()) -> int:
+    """(partition, user) pairs with a message in days 2-7 of `day1` whose days with messages there
+    are the same as in days 2-7 of `earlier` (in a steady run, as of the day before: the user
+    wrote nothing in the partition on the new day 2 and nothing aged out of the old day 7), none
+    of them a day the run summarises again (`window`): the historical input is the same, and the
+    row as of `earlier` is copied without a call."""
     hist = {day1 - dt.timedelta(days=i) for i in range(1, 7)}
+    old = {earlier - dt.timedelta(days=i) for i in range(1, 7)}
+    window = set(window)
     per: dict[tuple[str, int], set[dt.date]] = defaultdict(set)
     for (p, d), us in act.speakers.items():
-        if d in hist | {old_day7}:
+        if d in hist | old:
             for u in us:
                 per[(p, u)].add(d)
-    return sum(1 for days in per.values() if days & hist and new_day2 not in days and old_day7 not in days)
+    return sum(1 for days in per.values()
+               if days & hist and days & hist == days & old and not days & hist & window)
 
 
 def on_demand(act: Activity, window: list[dt.date]) -> dict[str, int]:
