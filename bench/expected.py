@@ -10,8 +10,8 @@ The minimum, for a run as of day 1 = D over days `window` (the stages in ARCHITE
   are the same in both windows (nothing on the new day 2, nothing aged out), so the input hash is
   the same and the row is copied without a call (pipeline/stages/historical.py). A daily text
   counts as unchanged unless its partition-day is in the window: `bench/instant.py` writes a
-  user's daily from the day, their name and their own messages, so a day summarised again for a
-  mention's name (`names_from`) keeps its texts (a model's answer might not: a call more);
+  user's daily from the day, their name and their own messages (and a day outside the window is
+  not summarised again: its input keeps the names of its time);
 - merge: one call per context (scope, user) with at least two non-empty inputs among facts,
   day-1 summaries and historical summaries of the scope's source partitions (guild:G <- G;
   channel:C <- C + its guild; a one-to-one dm:D <- D + every partition the user posted in;
@@ -29,7 +29,6 @@ is the floor of such a design: more reads per day cost that much again.
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -46,16 +45,10 @@ class Activity:
     chars: dict[dt.date, int] = field(default_factory=lambda: defaultdict(int))  # chat characters per local day
     messages: dict[dt.date, int] = field(default_factory=lambda: defaultdict(int))
     partitions_of: dict[int, set[str]] = field(default_factory=lambda: defaultdict(set))  # all-time, per user
-    # (partition, day) -> {(partition, user)} mentioned; a name is known once the user posted in that partition
-    mentions: dict[tuple[str, dt.date], set[tuple[str, int]]] = field(default_factory=lambda: defaultdict(set))
-    first_post: dict[tuple[str, int], dt.date] = field(default_factory=dict)  # (partition, user) -> first local day
 
     def users(self, days: Iterable[dt.date]) -> set[int]:
         days = set(days)
         return {u for (_p, d), us in self.speakers.items() if d in days for u in us}
-
-
-_MENTION = re.compile(r"<@!?(\d+)>")
 
 
 def in_slice(row: dict, k: int, offset: int) -> bool:
@@ -98,10 +91,6 @@ def activity(rows: Iterable[dict], timezones: dict[int, str]) -> Activity:
         act.chars[day] += len(row["text"])
         act.messages[day] += 1
         act.partitions_of[user].add(p)
-        if act.first_post.get((p, user), day) >= day:  # names are learned per partition
-            act.first_post[(p, user)] = day
-        for m in _MENTION.findall(row["text"]):
-            act.mentions[(p, day)].add((p, int(m)))
     return act
 
 
@@ -115,8 +104,7 @@ def _sources(act: Activity, scope: str, user: int, dm_speakers: dict[str, set[in
     return [scope] + sorted(act.partitions_of[user] - {scope}) if private else [scope]
 
 
-def minimum(act: Activity, window: list[dt.date], day1: dt.date, *, names_from: dt.date | None = None,
-            stored_day1: dt.date | None = None) -> dict[str, int]:
+def minimum(act: Activity, window: list[dt.date], day1: dt.date, *, stored_day1: dt.date | None = None) -> dict[str, int]:
     """Fewest calls of a run as of `day1` whose daily stage must compute the partition-days of
     `window` (the others are already up to date).
 
@@ -124,16 +112,15 @@ def minimum(act: Activity, window: list[dt.date], day1: dt.date, *, names_from: 
     run: the previous night's); the (partition, user) pairs whose input is the same as of both
     need no historical call (`same_history`).
 
-    names_from: the first day whose messages this run's import added (a steady nightly run).
-    A partition-day outside the window then also needs its call again when it mentions someone
-    who first posted in that partition on or after that day: the importer learns display names from
-    authors, so that mention read "@someone" in the earlier call and now reads "@Name"."""
+    A partition-day outside the window never needs its call again: its input keeps the names of
+    its time (each message's author_name; a mention as the name stood then: issue 14, item 1), so
+    a member's first post or a rename on a later day changes no earlier day's input hash.
+    stored_day1: an earlier day 1 whose historical rows the run finds stored (a steady nightly
+    run: the previous night's); the (partition, user) pairs whose input is the same as of both
+    need no historical call (`same_history`)."""
     history = {day1 - dt.timedelta(days=i) for i in range(1, 7)}
     window = set(window)
     daily = sum(1 for (p, d) in act.speakers if d in window)
-    if names_from is not None:
-        daily += sum(1 for (p, d), keys in act.mentions.items() if d not in window and d < names_from
-                     and any(act.first_post.get(k, dt.date.min) >= names_from for k in keys))
     day1_users: dict[str, set[int]] = defaultdict(set)
     hist_users: dict[str, set[int]] = defaultdict(set)
     dm_speakers: dict[str, set[int]] = defaultdict(set)

@@ -22,11 +22,10 @@ def run(env: Env) -> dict:
         "corpus": {"messages": env.meta["counts"]["messages"], "guilds": env.meta["counts"]["guilds"],
                    "active_users": len(act.users(days)), "partitions": len(act.kind), "days": len(days)},
         "minimum_cold": expected.minimum(act, days, last),
-        "minimum_steady": expected.minimum(act, [last], last, names_from=last, stored_day1=before),
+        "minimum_steady": expected.minimum(act, [last], last, stored_day1=before),
         "steady_history_unchanged": expected.same_history(act, last, before, [last]),
         "history_reused": True,  # the minimum leaves those out (results before the reuse counted them)
-        "steady_renamed_days": expected.minimum(act, [last], last, names_from=last)["daily"]
-        - expected.minimum(act, [last], last)["daily"],
+        "stable_names": True,  # days before day 1 keep their inputs (results before that counted renamed days)
         "on_demand": expected.on_demand(act, days),
         "runs": {},
     }
@@ -81,11 +80,14 @@ def render(res: dict) -> list[str]:
             "same input (steady run: below); one merge per context (scope, user) whose sources "
             "give at least two non-empty inputs among facts, day-1 and historical summaries (the corpus has no "
             "facts, so: a day-1 and a historical summary). "
-            f"Contexts written: {mc['contexts']:,}, of which {mc['merge']:,} need a merge call. "
-            f"In the steady run the minimum also counts the {res['steady_renamed_days']:,} partition-days of days "
-            f"1–{c['days'] - 1} that mention someone who first posted in that guild on day {c['days']}: the importer "
-            f"learns display names from authors, so such a mention read \"@someone\" before and reads \"@Name\" now, "
-            f"and that day's input changed.", ""]
+            f"Contexts written: {mc['contexts']:,}, of which {mc['merge']:,} need a merge call. " + (
+                f"In the steady run no partition-day of days 1–{c['days'] - 1} needs a call: its input keeps the "
+                f"names of its time (a member's first post or a rename on day {c['days']} changes none)."
+                if res.get("stable_names") else
+                f"In the steady run the minimum also counts the {res.get('steady_renamed_days', 0):,} partition-days "
+                f"of days 1–{c['days'] - 1} that mention someone who first posted in that guild on day {c['days']}: "
+                f"the importer learned display names from authors, so such a mention read \"@someone\" before and "
+                f"\"@Name\" then, and that day's input changed."), ""]
     if first:
         ratio = od["total"] / first["cold"]["calls"] if first["cold"]["calls"] else float("nan")
         ratio_steady = od["total"] / first["steady"]["calls"] if first["steady"]["calls"] else float("nan")
