@@ -74,10 +74,11 @@ def render(res: dict) -> list[str]:
                    f"{_ops(r['steady']['by_operation'])} | {ms['total']:,} | {ms['daily']:,} / {ms['historical']:,} / "
                    f"{ms['merge']:,} | {'= minimum' if r['steady']['calls'] == ms['total'] else '**≠ minimum**'} |")
     first = next(iter(res["runs"].values()), None)
+    reuse = (", unless a stored row as of an earlier day 1 has the same input (steady run: below)"
+             if res.get("history_reused") else "")
     out += ["", "**Minimum** (computed from the corpus, not from the pipeline's tables; `bench/expected.py`): one "
             "daily call per partition-day with messages among the days the run must compute; one historical call "
-            "per (partition, user) with a message in days 2–7, unless a stored row as of an earlier day 1 has the "
-            "same input (steady run: below); one merge per context (scope, user) whose sources "
+            f"per (partition, user) with a message in days 2–7{reuse}; one merge per context (scope, user) whose sources "
             "give at least two non-empty inputs among facts, day-1 and historical summaries (the corpus has no "
             "facts, so: a day-1 and a historical summary). "
             f"Contexts written: {mc['contexts']:,}, of which {mc['merge']:,} need a merge call. " + (
