@@ -1,4 +1,9 @@
-"""Jinja2 prompt templates from prompts/, rendered with XML autoescape (chat text is data)."""
+"""Jinja2 prompt templates from prompts/, every {{ value }} XML-escaped (chat text is data).
+
+Escaped: `&`, `<`, `>` (so chat text cannot open or close our tags) and `"` (every attribute in
+prompts/ is double-quoted, so a value cannot leave its attribute). Not `'`: no attribute is
+single-quoted, and an apostrophe is in most chat lines — `&#39;` would cost five characters each.
+"""
 
 from __future__ import annotations
 
@@ -13,11 +18,19 @@ from ..resources import prompts_dir
 PROMPTS_DIR = prompts_dir()
 
 
+_XML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&#34;"})
+
+
+def xml_escape(value) -> str:
+    """A template value as XML text or a double-quoted attribute value."""
+    return str(value).translate(_XML)
+
+
 @functools.cache
 def environment(directory: Path = PROMPTS_DIR) -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(directory)),
-        autoescape=True,  # every {{ value }} is XML-escaped: chat text cannot close our tags
+        autoescape=False, finalize=xml_escape,  # every {{ value }}, once (see the module docstring)
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
     )

@@ -65,6 +65,11 @@ def test_chat_text_is_escaped_and_cannot_close_the_messages_tag():
     assert out.index("&lt;/messages&gt;") < out.index("</messages>")
 
 
+def test_an_apostrophe_in_chat_text_is_sent_as_itself():
+    out = render_daily([ChatLine(10, 1, "Ana", "I'm sure it's <b>fine</b> & \"done\"", TS)])
+    assert "I'm sure it's &lt;b&gt;fine&lt;/b&gt; &amp; &#34;done&#34;" in out and "&#39;" not in out
+
+
 def test_quotes_in_names_are_escaped_inside_attributes():
     name = 'Ana" evil="1'
     line = ChatLine(10, 1, name, "hi", TS, reply_to_name="Bo' x='y")
@@ -72,7 +77,7 @@ def test_quotes_in_names_are_escaped_inside_attributes():
     message = re.search(r"<m [^>]*>", out).group(0)
     assert 'evil="1"' not in out and "x='y'" not in out
     assert '>Ana&#34; evil=&#34;1</speaker>' in out
-    assert "re=\"Bo&#39; x=&#39;y\"" in message
+    assert "re=\"Bo' x='y\"" in message  # every attribute is double-quoted: an apostrophe stays one character
     # The name cannot add attributes of its own.
     attributes = re.findall(r'\s(\w+)="', message)
     assert "evil" not in attributes and "x" not in attributes
