@@ -16,35 +16,18 @@ import pipeline.ingest  # noqa: F401  (the CLI imports these lazily; pydantic ca
 import pipeline.runner  # noqa: F401   freeze_time's fake datetime, so they are imported before it)
 import pipeline.stages.facts  # noqa: F401
 import pipeline.summarize  # noqa: F401
+from tests.acceptance.test_cli_memory import ANA, BO, DM_ANA, NOW, SECRET, G, _line
+from tests.acceptance.test_cli_memory import MESSAGES as MEMORY_MESSAGES
 from tests.conftest import ROOT, SAMPLE
 
-G = 1150000000000000801
-GENERAL, SECRET, DM_ANA = 1170000000000000801, 1170000000000000802, 1170000000000000803
-ANA, BO = 1160000000000000801, 1160000000000000802
-NOW = "2026-09-03 18:00:00"  # the CLI reads the system clock: facts remembered "today" are dated 2026-09-03
+# The messages of tests/acceptance/test_cli_memory.py, and one from weeks before: in a daily
+# summary, but in no context of 2026-09-03 (not today, not the past week).
+MESSAGES = [*MEMORY_MESSAGES,
+            _line(6, SECRET, ANA, "the tram was late again near the old cathedral, Miso hid under the sofa",
+                  "2026-08-20T10:00:00+00:00")]
 HIT_KEYS = {"rank", "kind", "text", "partition", "level", "day", "confidence", "score", "fact_id"}
 LINE = re.compile(r"(\d+)\. \[(fact|daily|historical) · (\d{4}-\d\d-\d\d) · "
                   r"(dm|channel_restricted|guild_public|global) (\S+) · (\d+\.\d\d)\] (.+)")
-
-
-def _line(mid: int, channel: int, user: int, text: str, ts: str) -> dict:
-    row = {"message_id": str(1190000000000080000 + mid), "channel_id": str(channel), "user_id": str(user),
-           "user_name": {ANA: "Ana", BO: "Bo"}[user], "text": text, "ts": ts}
-    if channel == DM_ANA:
-        return row | {"guild_id": None, "visibility": "dm", "is_group": False}
-    return row | {"guild_id": str(G), "visibility": "public" if channel == GENERAL else "restricted"}
-
-
-MESSAGES = [
-    _line(1, GENERAL, ANA, "I live in Lisbon and I work as a nurse.", "2026-09-01T10:00:00+00:00"),
-    _line(2, GENERAL, BO, "My favourite game is Celeste, I play it every evening.", "2026-09-01T11:00:00+00:00"),
-    _line(3, SECRET, ANA, "I have a cat named Miso and she sleeps on my keyboard.", "2026-09-02T10:00:00+00:00"),
-    _line(4, DM_ANA, ANA, "I am allergic to peanuts, please remember that.", "2026-09-02T12:00:00+00:00"),
-    _line(5, GENERAL, ANA, "I love hiking in the mountains on weekends.", "2026-09-03T10:00:00+00:00"),
-    # weeks before: in a daily summary, but in no context of 2026-09-03 (not today, not the past week)
-    _line(6, SECRET, ANA, "the tram was late again near the old cathedral, Miso hid under the sofa",
-          "2026-08-20T10:00:00+00:00"),
-]
 GUILD, CHANNEL, DM = f"guild:{G}", f"channel:{SECRET}", f"dm:{DM_ANA}"
 
 
