@@ -8,18 +8,18 @@ from typing import Iterable
 
 from ..llm.client import estimate_tokens
 from .rank import Hit
+from .terms import WORD
 
 HEADER = "Related memories:"
 SHINGLE = 3  # words per shingle
 ALREADY_THERE = 0.8  # share of a hit's shingles the text holds already for the hit to add nothing
-_WORD = re.compile(r"[^\W_]+")
 
 
 _LABEL = re.compile(r"^\s*[^\W\d_][^:\n]{0,30}:\s")  # "Ana: …", "Past week: …"
 
 
 def _words(text: str) -> list[str]:
-    return [w.lower() for w in _WORD.findall(text)]
+    return [w.lower() for w in WORD.findall(text)]
 
 
 def _hit_words(text: str) -> list[str]:

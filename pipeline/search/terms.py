@@ -15,7 +15,7 @@ import unicodedata
 MAX_TERMS = 32  # enough for any real question; bounds the work of one search
 MAX_TERM_CHARS = 64  # no word is longer: a longer run of letters is noise, not a term
 
-_WORD = re.compile(r"[^\W_]+")  # letters and digits of any script; "_" and punctuation split words
+WORD = re.compile(r"[^\W_]+")  # letters and digits of any script; "_" and punctuation split words
 
 # English stop words, and the filler of a question put to a chat bot ("what did I tell you
 # about..."): they match everything and rank nothing.
@@ -43,7 +43,7 @@ def query_terms(text: str) -> list[str]:
     out: list[str] = []
     seen: set[str] = set()
     # NFC first: a decomposed "café" (e + combining accent) is one word, as the tokenizers see it
-    for match in _WORD.finditer(unicodedata.normalize("NFC", text)):  # stops at MAX_TERMS
+    for match in WORD.finditer(unicodedata.normalize("NFC", text)):  # stops at MAX_TERMS
         word = match.group().lower()  # as FTS5 and PostgreSQL fold case ("ß" stays "ß", unlike casefold)
         if word in STOP_WORDS or word in seen or len(word) > MAX_TERM_CHARS:
             continue
