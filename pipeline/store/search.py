@@ -24,8 +24,6 @@ from ..search.terms import fts5_match, pg_tsquery
 
 class SearchStorage(Protocol):
     def searching(self) -> contextlib.AbstractContextManager["SearchReads"]: ...
-    def search_candidates(self, user_id: int, terms: Sequence[str], partitions: Sequence[str],
-                          limit: int) -> list[dict]: ...
 
 
 class SearchReads(Protocol):
@@ -86,9 +84,3 @@ class SearchStore:
         in them is a StoreError."""
         with self.reading("searching memory") as conn:
             yield _OneSearch(conn, self.dialect)
-
-    def search_candidates(self, user_id: int, terms: Sequence[str], partitions: Sequence[str],
-                          limit: int) -> list[dict]:
-        """`_OneSearch.search_candidates` on a connection of its own."""
-        with self.searching() as reads:
-            return reads.search_candidates(user_id, terms, partitions, limit)
