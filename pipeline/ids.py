@@ -6,13 +6,11 @@ the database, where it would fail as an outage or, as a float, be silently round
 from __future__ import annotations
 
 import operator
-import re
 from typing import Any
 
 from .errors import IdError
 
 MAX_ID = 2**63 - 1
-_DIGITS = re.compile(r"[0-9]+")  # ASCII only: str.isdigit() also accepts "²" and "١٢"
 
 
 def _shown(value: Any) -> str:
@@ -24,11 +22,16 @@ def parse_id(value: Any, what: str = "id") -> int:
     """An id from an int (or anything int-like but a bool) or a string of ASCII digits, within
     0..2**63-1. Floats are refused even when whole: 1.16e18 has already lost the id's last digits."""
     if isinstance(value, str):
-        if not _DIGITS.fullmatch(value):
+        # ASCII digits only: str.isdigit() alone also accepts "²" and "١٢", int() also " 1", "+1", "1_0"
+        if not (value.isascii() and value.isdigit()):
             raise IdError(f"{what} not an integer: {_shown(value)}")
+        if len(value) <= 18:  # the common case: below 2**63 whatever the digits
+            return int(value)
         # more digits than 2**63-1 has: too large, without converting (int() refuses > 4300 digits)
         number = int(value) if len(value.lstrip("0")) <= 19 else MAX_ID + 1
-    elif isinstance(value, bool) or isinstance(value, float):
+    elif type(value) is int:
+        number = value
+    elif isinstance(value, (bool, float)):
         raise IdError(f"{what} not an integer: {_shown(value)}")
     else:
         try:

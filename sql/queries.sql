@@ -20,6 +20,16 @@ UNION ALL SELECT 'pipeline_runs', COUNT(*) FROM pipeline_runs;
 -- PostgreSQL bulk ingest (pipeline/store/ingest.py): COPY into a per-transaction staging table,
 -- then one upsert. The column lists are chat_history's columns in table order (a test checks).
 
+-- name: pg_stored_messages
+-- Author, time and reply of the stored messages among one batch's keys (two arrays: channel
+-- ids, message ids; driver parameters), in one statement (ingest refuses a copy that changes them).
+SELECT h.channel_id, h.message_id, h.user_id, h.ts, h.reply_to FROM unnest(%(channels)s::bigint[], %(messages)s::bigint[]) AS k (channel_id, message_id) JOIN chat_history h ON h.channel_id = k.channel_id AND h.message_id = k.message_id;
+
+-- name: pg_copy_new
+-- Binary COPY of a batch's new messages (no key stored) straight into chat_history: COPY has no
+-- ON CONFLICT, so it runs under a savepoint and a concurrent writer's copy sends them to staging.
+COPY chat_history (message_id, guild_id, channel_id, visibility, partition, user_id, text, ts, reply_to, edited_ts, ingested_at, author_name) FROM STDIN (FORMAT BINARY);
+
 -- name: pg_staging_exists
 -- Does this transaction's staging table exist? (Asked, never remembered: a rollback drops it.)
 SELECT to_regclass('pg_temp.mempipe_stg_chat') IS NOT NULL;
@@ -141,3 +151,20 @@ SELECT COUNT(*) FROM (SELECT DISTINCT user_id FROM chat_history WHERE partition 
 -- name: search_user_partitions
 -- Audience point query: every partition a user has written in (index chat_history (user_id, partition)).
 SELECT DISTINCT partition FROM chat_history WHERE user_id = :user_id ORDER BY partition;
+
+-- SQLite bulk ingest (pipeline/store/ingest.py), run with the driver's own `?` parameters: one
+-- executemany of tuples in chat_history's column order (a test checks), timestamps as UTC text.
+
+-- name: sqlite_stored_messages
+-- Author, time and reply of the stored messages among one batch's keys, given as one JSON array
+-- of [channel id, message id] pairs, in one statement (ingest refuses a copy that changes them).
+SELECT h.channel_id, h.message_id, h.user_id, h.ts, h.reply_to FROM json_each(?) AS k JOIN chat_history h ON h.channel_id = json_extract(k.value, '$[0]') AND h.message_id = json_extract(k.value, '$[1]');
+
+-- name: sqlite_messages_upsert
+-- Idempotent by (channel_id, message_id); a strictly newer edited_ts by the same author replaces
+-- text and edited_ts, nothing else (author_name keeps the name at the message's time).
+INSERT INTO chat_history (message_id, guild_id, channel_id, visibility, partition, user_id, text, ts, reply_to, edited_ts, ingested_at, author_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (channel_id, message_id) DO UPDATE SET text = excluded.text, edited_ts = excluded.edited_ts
+WHERE excluded.edited_ts IS NOT NULL
+  AND (chat_history.edited_ts IS NULL OR excluded.edited_ts > chat_history.edited_ts)
+  AND chat_history.user_id = excluded.user_id;

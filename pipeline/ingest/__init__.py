@@ -1,6 +1,7 @@
 """Ingest: chat messages in, chat_history / members / channels rows out.
 
-- `MessageIn`: one validated message (the contract every importer produces).
+- `MessageIn`: one validated message (the contract every importer produces); `validate(row)`
+  makes one from a dict of the JSONL shape (plain checks, no pydantic: `model.py`).
 - `ingest_messages(store, rows, settings)`: write MessageIn objects or dicts from Python.
 - `import_files(store, paths, settings, fmt=...)`: JSONL files (`jsonl.py`) and
   DiscordChatExporter JSON exports (`discord.py`).
@@ -14,13 +15,14 @@ replaces the text, and a copy that changes anything else (author, time, reply) i
 
 from .deletion import delete_messages, parse_message_refs
 from .importer import BATCH_SIZE, IngestReport, detect_format, import_files, ingest_messages
-from .model import DeletionIn, MessageIn, parse_id, parse_timestamp
+from .model import DeletionIn, MessageIn, RowError, parse_id, parse_timestamp, validate
 
 __all__ = [
     "BATCH_SIZE",
     "DeletionIn",
     "IngestReport",
     "MessageIn",
+    "RowError",
     "delete_messages",
     "detect_format",
     "import_files",
@@ -28,4 +30,5 @@ __all__ = [
     "parse_id",
     "parse_message_refs",
     "parse_timestamp",
+    "validate",
 ]

@@ -22,6 +22,7 @@ from pipeline.errors import InputError, StoreError
 from pipeline.ingest import import_files
 from pipeline.ingest.importer import BATCH_SIZE
 from pipeline.store import Store
+from pipeline.store.ingest import MESSAGE_COLUMNS
 
 UTC = dt.timezone.utc
 BIG = 100_000
@@ -187,35 +188,60 @@ def test_postgresql_ingest_goes_through_copy(store, settings, tmp_path, db_kind)
         pytest.skip("the COPY path is PostgreSQL's")
     n = 2 * BATCH_SIZE + 1234
     path = write_jsonl(tmp_path / "three-batches.jsonl", generate_rows(n))
+    batches = math.ceil(n / BATCH_SIZE)
     log = StatementLog(store.engine)
     try:
         report = import_files(store, path, settings)
     finally:
         log.close()
     assert report.written == n and store.count_messages() == n
+    # new messages are copied straight into chat_history: no row-by-row INSERT, no staging
+    assert not log.matching(r"\bINSERT INTO chat_history\b")
+    assert not log.matching(rf"^CREATE TEMPORARY TABLE {STAGING}")
+    assert len(log.matching(r"\bFROM unnest\(")) == 2 * batches  # the stored check, the new rows' split
 
-    batches = math.ceil(n / BATCH_SIZE)
+    # the same file again: every key is stored, so each batch goes COPY -> staging -> one upsert
+    log = StatementLog(store.engine)
+    try:
+        import_files(store, path, settings)
+    finally:
+        log.close()
+    assert store.count_messages() == n
     inserts = log.matching(r"^INSERT INTO chat_history\b")
     assert len(inserts) == batches
     for statement, executemany in inserts:  # one set-based statement per batch, no row values
         assert not executemany
         assert f"FROM {STAGING}" in statement and "ON CONFLICT (channel_id, message_id) DO UPDATE" in statement
         assert "VALUES" not in statement.upper()
-    assert not log.matching(r"\bINSERT INTO chat_history\b.*\bVALUES\b")
-    # the staging table: created once per transaction, emptied between batches
+    # the staging table: created once per transaction, emptied between batches, dropped at commit
     assert len(log.matching(rf"^CREATE TEMPORARY TABLE {STAGING} .*ON COMMIT DROP")) == 1
     assert len(log.matching(rf"^TRUNCATE {STAGING}")) == batches - 1
-    with store.engine.connect() as conn:  # dropped at commit
+    with store.engine.connect() as conn:
         assert conn.exec_driver_sql(f"SELECT to_regclass('pg_temp.{STAGING}')").scalar_one() is None
 
-    # a second import in a new transaction creates it again (nothing remembered in Python)
-    log = StatementLog(store.engine)
-    try:
-        import_files(store, path, settings)
-    finally:
-        log.close()
-    assert len(log.matching(rf"^CREATE TEMPORARY TABLE {STAGING}")) == 1
-    assert store.count_messages() == n
+
+def test_postgresql_a_concurrent_copy_of_new_messages_goes_through_the_upsert(store, settings, tmp_path, db_kind):
+    """The split into new and stored rows is read before the COPY: a message another writer
+    stores in between makes the COPY fail on the key, and the batch is merged by the upsert."""
+    if db_kind != "postgresql":
+        pytest.skip("the COPY path is PostgreSQL's")
+    from pipeline.store import ingest as store_ingest
+
+    rows = generate_rows(50)
+    path = write_jsonl(tmp_path / "race.jsonl", rows)
+    real = store_ingest._pg_copy
+
+    def raced(conn, name, records, *, savepoint):
+        if name == "pg_copy_new":  # as if another writer stored the first one after the split was read
+            conn.execute(sa.insert(chat_history), [dict(zip(MESSAGE_COLUMNS, records[0]))])
+        return real(conn, name, records, savepoint=savepoint)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(store_ingest, "_pg_copy", raced)
+        report = import_files(store, path, settings)
+    assert report.written == 50
+    assert store.count_messages() == 50
+    assert [r[0] for r in normalized(store)] == sorted(int(r["message_id"]) for r in rows)
 
 
 def _edit_cases(base: list[dict]) -> tuple[list[dict], dict[int, str]]:
@@ -338,3 +364,12 @@ def test_postgresql_and_sqlite_store_the_same_rows(store, settings, tmp_path, db
         lite.close()
     assert len(pg_rows) == BIG
     assert pg_rows == lite_rows
+
+
+def test_the_bulk_statements_list_chat_historys_columns_in_table_order():
+    """SQLite's executemany and PostgreSQL's direct COPY take tuples in chat_history's column order."""
+    from pipeline.db.queries import query
+
+    for name in ("pg_copy_new", "sqlite_messages_upsert"):
+        listed = re.search(r"chat_history \(([a-z_, ]+)\)", query(name)).group(1)
+        assert [c.strip() for c in listed.split(",")] == list(MESSAGE_COLUMNS), name

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.errors import InputError
-from pipeline.ingest import MessageIn
+from pipeline.ingest import MessageIn, validate
 from pipeline.ingest.discord import read_discord
 
 UTC = dt.timezone.utc
@@ -28,7 +28,7 @@ def parsed(path, **kwargs) -> tuple[dict[str, MessageIn], list[str]]:
         if row is None:
             skipped.append(where)
         else:
-            msg = MessageIn.model_validate(row)
+            msg = validate(row)
             kept[where] = msg
     return kept, skipped
 
@@ -84,11 +84,11 @@ def test_attachment_only_message_gets_a_text():
     assert kept["message 1190000000000000006"].text == "[attachment: farm.png]"
 
 
-def test_offset_timestamps_are_aware_and_convert_to_utc():
+def test_offset_timestamps_are_converted_to_utc_once_when_validated():
     kept, _ = parsed(GUILD)
     ts = kept["message 1190000000000000006"].ts  # 14:31-04:00
-    assert ts.utcoffset() == dt.timedelta(hours=-4)
-    assert ts.astimezone(UTC) == dt.datetime(2026, 11, 2, 18, 31, tzinfo=UTC)
+    assert ts.utcoffset() == dt.timedelta(0)
+    assert (ts.hour, ts.minute) == (18, 31)
     assert kept["message 1190000000000000008"].ts == dt.datetime(2026, 11, 3, 8, 5, tzinfo=UTC)  # +01:00
     assert kept["message 1190000000000000002"].ts == dt.datetime(2026, 11, 2, 18, 22, 10, 500000, tzinfo=UTC)
 
