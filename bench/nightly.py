@@ -125,7 +125,10 @@ async def _execute(store, settings, kind, first, last, clock_at, summarizer=None
     run = store.runs(1)[0]
     return {"summarizer_calls": run["summarizer_calls"], "status": run["status"], "by_operation": summarizer.calls,
             "partition_days": run["partition_days"], "cache_hits": run["cache_hits"],
-            "contexts_written": ctx.stats.contexts_written}
+            "contexts_written": ctx.stats.contexts_written,
+            # the units a run's statements are counted per: partition-days, historical rows, contexts
+            "items": ctx.stats.partition_days + ctx.stats.historical_computed + ctx.stats.historical_reused
+            + ctx.stats.contexts_written}
 
 
 def _timed(store, settings, kind, first, last, clock_at, cheap=False) -> dict:
@@ -154,8 +157,12 @@ def job_replay(job: dict) -> dict:
         from .profiling import profiled
 
         with profiled(store.engine) as prof:
-            asyncio.run(_execute(store, settings, "replay", first, last, clock_at))
+            run = asyncio.run(_execute(store, settings, "replay", first, last, clock_at, cheap=job.get("cheap", False)))
         store.close()
+        # items: partition-days, historical rows and contexts, the units the statements are per
+        prof["items"] = run["items"]
+        if "sql" in prof:
+            prof["sql"]["round_trips_per_item"] = round(prof["sql"]["round_trips"] / max(prof["items"], 1), 2)
         return {"profile": prof}
     out["cold"] = _timed(store, settings, "replay", first, last, clock_at, cheap=job.get("cheap", False))
     print(f"[nightly {job['db']}] cold replay{' (cheap)' if job.get('cheap') else ''} {out['cold']['wall_s']} s",

@@ -63,11 +63,22 @@ def summarize(profile: cProfile.Profile, *, top: int = 10) -> dict:
 
 
 class SqlTimer:
-    """Driver time per SQL statement (normalised), via before/after_cursor_execute events."""
+    """Driver time per SQL statement (normalised), via before/after_cursor_execute events; and
+    the transactions and pool checkouts around them, which cost round trips of their own on
+    PostgreSQL (psycopg sends BEGIN before a transaction's first statement, then COMMIT or
+    ROLLBACK; the engine's pre-ping is a SELECT 1 per checkout)."""
 
     def __init__(self) -> None:
         self.by_statement: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
-        self._starts: list[float] = []
+        self.events: dict[str, int] = {"begin": 0, "commit": 0, "rollback": 0, "checkout": 0}
+
+    def _count(self, name: str):
+        def count(conn, *_args, **_kwargs) -> None:
+            # an autocommit connection (a claim's) sends no BEGIN / COMMIT for these events
+            options = conn.get_execution_options() if hasattr(conn, "get_execution_options") else {}
+            if options.get("isolation_level") != "AUTOCOMMIT":
+                self.events[name] += 1
+        return count
 
     def _before(self, conn, cursor, statement, parameters, context, executemany):
         conn.info.setdefault("bench_t0", []).append(time.perf_counter())
@@ -82,19 +93,27 @@ class SqlTimer:
 
     @contextlib.contextmanager
     def attached(self, engine: sa.engine.Engine) -> Iterator["SqlTimer"]:
-        sa.event.listen(engine, "before_cursor_execute", self._before)
-        sa.event.listen(engine, "after_cursor_execute", self._after)
+        listeners = [(engine, "before_cursor_execute", self._before), (engine, "after_cursor_execute", self._after)]
+        listeners += [(engine, name, self._count(name)) for name in ("begin", "commit", "rollback")]
+        listeners.append((engine.pool, "checkout", self._count("checkout")))
+        for target, name, fn in listeners:
+            sa.event.listen(target, name, fn)
         try:
             yield self
         finally:
-            sa.event.remove(engine, "before_cursor_execute", self._before)
-            sa.event.remove(engine, "after_cursor_execute", self._after)
+            for target, name, fn in listeners:
+                sa.event.remove(target, name, fn)
 
     def summary(self, wall_s: float, top: int = 8) -> dict:
         items = sorted(self.by_statement.items(), key=lambda kv: -kv[1][1])
         total = sum(v[1] for v in self.by_statement.values())
+        statements = sum(int(v[0]) for v in self.by_statement.values())
         return {
-            "statements": sum(int(v[0]) for v in self.by_statement.values()),
+            "statements": statements,
+            "transactions": self.events["begin"],
+            "checkouts": self.events["checkout"],
+            # on PostgreSQL each of these waits for the server once
+            "round_trips": statements + sum(self.events.values()),
             "driver_s": round(total, 3),
             "driver_share_of_wall": round(total / wall_s, 3) if wall_s else None,
             "top": [{"sql": k, "count": int(v[0]), "total_s": round(v[1], 3),

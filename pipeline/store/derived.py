@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from ..db.tables import (channels, chat_history, daily_summaries, historical_summaries, members, memory_context,
                          memory_profiles, metadata, partition_days)
 from ..calendar import HISTORY_DAYS
-from .base import Rows, insert_for
+from .base import Rows, chunks, insert_for
 from .controls import dequeue_in
 from .facts import apply_fact_plan
 
@@ -77,6 +77,14 @@ def _upsert_statement(dialect: str, insert, table, keys: tuple[str, ...], column
         _UPSERTS[shape] = stmt.on_conflict_do_update(
             index_elements=[table.c[k] for k in keys], set_={k: stmt.excluded[k] for k in columns if k not in keys})
     return _UPSERTS[shape]
+
+
+def _delete_keyed(conn, table, keys: tuple[str, ...], values: Iterable[tuple]) -> None:
+    """DELETE the rows whose `keys` are among `values`: one statement per chunk of keys, not one
+    per key (the search-index triggers still fire per deleted row)."""
+    columns = sa.tuple_(*(table.c[k] for k in keys))
+    for chunk in chunks(values):
+        conn.execute(sa.delete(table).where(columns.in_(chunk)))
 
 
 def _narrowed(q, column, values):
@@ -257,10 +265,9 @@ class DerivedStore:
         that changed), and the entry is removed unless it was queued again since `queued_at`."""
         with self.writing("writing results") as conn:
             insert = insert_for(conn)
-            if dailies:
-                for record, _summaries, _now in dailies:
-                    conn.execute(sa.delete(daily_summaries).where(
-                        daily_summaries.c.partition == record["partition"], daily_summaries.c.day == record["day"]))
+            if dailies:  # replaced whole: the day's earlier speakers go with it
+                _delete_keyed(conn, daily_summaries, ("partition", "day"),
+                              [(record["partition"], record["day"]) for record, _s, _n in dailies])
                 rows = [{"partition": record["partition"], "day": record["day"], "user_id": uid, "summary": text,
                          "input_hash": record["input_hash"], "degraded": record["degraded"], "created_at": now}
                         for record, summaries, now in dailies for uid, text in sorted(summaries.items())]
@@ -281,12 +288,10 @@ class DerivedStore:
                                  .values(as_of_day=sa.bindparam("b_day")), binds)
             if profiles:
                 self._upsert(conn, insert, memory_profiles, ("scope", "user_id"), profiles)
-            for kind, scope, user_id in removals:
-                table = memory_context if kind == "context" else memory_profiles
-                conn.execute(sa.delete(table).where(table.c.scope == scope, table.c.user_id == user_id))
-            for partition, day in dropped_days:
-                for table in (daily_summaries, partition_days):
-                    conn.execute(sa.delete(table).where(table.c.partition == partition, table.c.day == day))
+            for kind, table in (("context", memory_context), ("profile", memory_profiles)):
+                _delete_keyed(conn, table, ("scope", "user_id"), [(s, u) for k, s, u in removals if k == kind])
+            for table in (daily_summaries, partition_days):
+                _delete_keyed(conn, table, ("partition", "day"), dropped_days)
             if queued_done:
                 h = historical_summaries.c
                 for partition, day, _queued_at, day1 in queued_done:

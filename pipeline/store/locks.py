@@ -2,7 +2,8 @@
 turns), per-item claims (runs that share model work), and the scheduler leader.
 
 - PgAdvisoryLock: a PostgreSQL session advisory lock. Pooled (a connection from the engine's
-  pool, for short claims) or dedicated (its own unpooled connection with TCP keepalives, for a
+  pool in autocommit, for short claims: a session lock needs no transaction, so taking and
+  releasing one is a statement each, not BEGIN, statement, COMMIT) or dedicated (its own unpooled connection with TCP keepalives, for a
   leadership held for days: a leader that vanishes loses its session, and the lock, when the
   server's keepalives give up, ~3 × check_s).
 - FileLock: a lock file next to a SQLite database (the OS releases it when the process dies).
@@ -95,7 +96,8 @@ class PgAdvisoryLock:
         if self.conn is not None:
             return self.conn
         if not self.dedicated:
-            self.conn = self.engine.connect()
+            # autocommit for as long as it is checked out (the pool resets it on return)
+            self.conn = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
             return self.conn
         s = self.check_s
         self._own_engine = sa.create_engine(self.engine.url, poolclass=NullPool, connect_args={
