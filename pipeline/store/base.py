@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 import sqlalchemy as sa
@@ -60,6 +61,18 @@ def driver_message(exc: BaseException) -> str:
     return str(inner)
 
 
+def missing_sqlite_file(url: str) -> str | None:
+    """The path of a SQLite URL's file when it does not exist (None: it does, or not SQLite, or
+    in memory). Opening it would create it, and make_engine its directory."""
+    try:
+        parsed = sa.engine.make_url(url)
+    except sa.exc.ArgumentError:
+        return None  # make_engine says what is wrong with it
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:") or "uri" in parsed.query:
+        return None  # a file: URI names its file its own way
+    return None if Path(parsed.database).exists() else parsed.database
+
+
 def hashable(value: Any) -> Any:
     """A value as dump() renders it (JSON documents as canonical text)."""
     if isinstance(value, (dict, list)):
@@ -73,9 +86,15 @@ class StoreBase:
 
     @classmethod
     def open(cls, url: str, *, check_schema: bool = True, pool_size: int | None = None,
-             max_overflow: int | None = None):
+             max_overflow: int | None = None, must_exist: bool = False):
         """pool_size / max_overflow (PostgreSQL only; None: make_engine's defaults) usually come
-        from settings.pool_size / settings.pool_max_overflow."""
+        from settings.pool_size / settings.pool_max_overflow. must_exist: a SQLite file that is
+        not there is a StoreError, not a new empty database (a reader must not create one)."""
+        if must_exist:
+            missing = missing_sqlite_file(url)
+            if missing is not None:
+                raise StoreError(f"no database at {missing}: check the database URL, or create it with "
+                                 f"`mempipe db upgrade`")
         pool = {k: v for k, v in (("pool_size", pool_size), ("max_overflow", max_overflow)) if v is not None}
         store = cls(make_engine(url, **pool))
         if check_schema:
