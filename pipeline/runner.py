@@ -264,6 +264,7 @@ async def _execute(ctx: RunContext, kind: str, date_from: dt.date | None, date_t
                    guild_id: int | None, progress: Progress | None,
                    only_guilds: Callable[[int | None], bool] | None) -> RunResult:
     run_id = ctx.store.start_run(kind, date_from, date_to, guild_id, ctx.dry_run, ctx.now())
+    ctx.run_kind = kind  # an hourly refresh may keep an immaterially changed context (stages/recent.py)
     daily_days = days_between(date_from, date_to) if kind == "replay" else None
     try:
         plan = await bring_up_to_date(ctx, daily_days, date_to, guild_id, progress, only_guilds)

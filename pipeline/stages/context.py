@@ -23,6 +23,8 @@ PERSISTED_COUNTS = ("partition_days", "summarizer_calls", "prompt_tokens", "outp
 PERSISTED_COUNTS += FACT_COUNTS
 REPORTED_COUNTS = ("daily_computed", "daily_folded",  # daily_folded: of which only new messages were read
                    "historical_computed", "historical_reused",  # reused: copied by input hash, no call (a cache hit)
+                   "historical_rendered", "contexts_rendered",  # fitted their budget: dated lines, no call (stages/recent.py)
+                   "merges_kept",  # a same-day refresh kept the stored recent part: no material change (a cache hit)
                    "contexts_written", "planned_llm_calls", "planned_prompt_tokens")
 
 
@@ -66,6 +68,9 @@ class RunContext:
     stats: RunStats = field(default_factory=RunStats)
     force: bool = False
     dry_run: bool = False
+    run_kind: str = "run"  # set by the runner: "refresh" lets the merge stage keep an immaterially changed context
+    # partition-days folded in this run -> the input hash of the row they were folded from (stages/recent.py)
+    folds: dict = field(default_factory=dict)
     _gate: asyncio.Semaphore | None = field(default=None, repr=False)
     _writer: object | None = field(default=None, repr=False)
     _forgetting: object | None = field(default=None, repr=False)

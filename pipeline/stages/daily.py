@@ -207,6 +207,7 @@ async def _fold_daily(ctx: RunContext, pd: PartitionDay, key: str, forgotten: Ap
     new_users = sorted({ln.user_id for ln in new_lines})
     new_pd = dataclasses.replace(pd, lines=new_lines, speakers={u: pd.speakers[u] for u in new_users})
     outcome = await ctx.summarizer.fold(new_pd, {u: previous[u] for u in new_users if u in previous})
+    ctx.folds[(pd.partition, pd.day)] = existing["input_hash"]  # growth, not a rewrite (stages/recent.py)
     _store_outcome(ctx, pd, key, forgotten, existing, outcome, new_pd, dict(previous))
     ctx.stats.daily_computed += 1
     ctx.stats.daily_folded += 1

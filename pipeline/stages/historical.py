@@ -14,6 +14,11 @@ out of day 7 reuses yesterday's text. Such a day 1 lies within the days that kee
 its days 2-7 ([newest daily + 1, oldest daily + 6]); the copy is counted as a cache hit
 (`stats.historical_reused` too). A source that is not fresh for this hash (a fallback due a
 retry, or --force) is not copied: the item is computed.
+
+Without a model when it fits (pipeline/stages/recent.py): when the dated dailies rendered one line
+a day fit `week_room` (what a context leaves for the past week), that render is the row's text,
+with no summarizer call (`stats.historical_rendered`), and `recent.RENDER` stands for the
+summarizer's fingerprint in the hash; only a week that exceeds it is condensed by the summarizer.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from typing import TYPE_CHECKING
 from ..calendar import HISTORY_DAYS, days_between, history_days
 from ..hashing import input_hash
 from .context import RunContext
+from .recent import RENDER, render_week, week_room
 from .refresh import Item, ItemStatus, next_attempts, refresh_item
 
 if TYPE_CHECKING:  # forgetting reads through merge, which imports the context module
@@ -42,16 +48,21 @@ class Inputs:
     inputs_degraded: bool
     forgotten: "Applied"
     key: str
+    rendered: str | None  # the dated lines, when they fit the week's room: the text, no call
 
 
-def _inputs(partition: str, uid: int, name: str, fingerprint: str, rows: list[dict], forgetting) -> Inputs:
+def _inputs(partition: str, uid: int, name: str, fingerprint: str, rows: list[dict], forgetting,
+            room: int) -> Inputs:
     dailies = [(r["day"], r["summary"]) for r in rows]
+    rendered = render_week(dailies)
+    if len(rendered) > room:
+        rendered = None
     forgotten = forgetting.applied([partition], [uid], [name, *(t for _d, t in dailies)])
     scrubbed = [forgotten.key()]  # and the names by which scrub finds a fact's owner
     if forgotten.facts:
         scrubbed.append({str(u): list(ns) for u, ns in sorted(forgotten.names.items())})
-    key = input_hash("historical", partition, uid, name, fingerprint, dailies, *scrubbed)
-    return Inputs(name, dailies, any(r["degraded"] for r in rows), forgotten, key)
+    key = input_hash("historical", partition, uid, name, RENDER if rendered else fingerprint, dailies, *scrubbed)
+    return Inputs(name, dailies, any(r["degraded"] for r in rows), forgotten, key, rendered)
 
 
 def _reusable(ctx: RunContext, partition: str, day1: dt.date, wanted: dict[int, Inputs]) -> dict[int, dict]:
@@ -82,10 +93,11 @@ async def run_historical(ctx: RunContext, partition: str, guild_id: int | None, 
     names = {u: n for (_p, u), n in ctx.store.member_names(per_user, [partition]).items()}  # this partition's
     forgetting = ctx.forgetting()
     fingerprint = ctx.summarizer.fingerprint("historical")
-    inputs = {uid: _inputs(partition, uid, names.get(uid, "this member"), fingerprint, rows, forgetting)
+    room = week_room(ctx.settings.summary)
+    inputs = {uid: _inputs(partition, uid, names.get(uid, "this member"), fingerprint, rows, forgetting, room)
               for uid, rows in per_user.items()}
-    reusable = _reusable(ctx, partition, day1, {uid: inp for uid, inp in inputs.items()
-                                                if not ctx.is_fresh(existing.get(uid), inp.key)})
+    reusable = _reusable(ctx, partition, day1, {uid: inp for uid, inp in inputs.items()  # a render costs less
+                                                if inp.rendered is None and not ctx.is_fresh(existing.get(uid), inp.key)})
 
     async def one_user(uid: int, inp: Inputs) -> None:
         name, dailies, key = inp.name, inp.dailies, inp.key
@@ -100,6 +112,10 @@ async def run_historical(ctx: RunContext, partition: str, guild_id: int | None, 
             }
 
         async def compute(old: dict | None) -> None:
+            if inp.rendered is not None:  # fits: the dated lines themselves, no call
+                ctx.writer.historical(row(inp.forgotten.scrub(inp.rendered, uid, name), None, 1))
+                ctx.stats.historical_rendered += 1
+                return
             outcome = await ctx.summarizer.historical(name, dailies)
             ctx.stats.record(outcome)
             ctx.writer.historical(row(inp.forgotten.scrub(outcome.value, uid, name), outcome.degraded_reason,

@@ -1,9 +1,11 @@
 """Merge stage: profile + day-1 daily + historical -> one memory_context row per (scope, user).
 
 A context is the user's profile (the facts the scope may read, pipeline/memory/profile.py), then
-the recent part: the summarizer's merge of today and the past week (a call only when both
-exist), or, when the user was silent all week, "Last active: <date>". The recent part is kept
-with its hash, so a changed profile re-renders the context without a model call. Every
+the recent part: today and the past week, rendered without a model when they fit
+`[summary] context_chars` (pipeline/stages/recent.py), else the summarizer's merge of them; or,
+when the user was silent all week, "Last active: <date>". The recent part is kept with its hash,
+so a changed profile re-renders the context without a model call; a same-day hourly refresh keeps
+a merged recent part whose inputs changed only immaterially (`recent.keeps_stored`). Every
 (scope, user) with durable memory has a context as of the current day 1; one left with no input
 at all is removed (never a stale "Today" from months ago).
 
@@ -28,6 +30,7 @@ from ..store import StageStorage
 from ..store.derived import CONTEXT_STATE
 from .context import RunContext
 from .historical import BUILT_FROM_DEGRADED
+from .recent import RENDER, keeps_stored, render_recent, word_marks
 from .refresh import Item, ItemStatus, next_attempts, refresh_item
 
 Day1For = Callable[[int | None], dt.date]  # guild id (None for DMs) -> that guild's day 1
@@ -130,7 +133,10 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
     # the forgotten facts of every partition this context reads (stages/forgetting.py)
     forgotten = ctx.forgetting().applied(sources, [user_id], [name, day1, historical, *(f["text"] for f in facts)])
     pkey = profile_key(name, facts, max_words=memory.profile_words, same_fact=memory.same_fact) if facts else None
-    recent_key = input_hash("recent", name, ctx.summarizer.fingerprint("merge"), day1, historical,
+    rendered = render_recent([r["summary"] for r in day1_rows], [r["summary"] for r in hist_rows])
+    renders = len(rendered) <= ctx.settings.summary.context_chars  # fits: the render is the recent part
+    fingerprint = RENDER if renders else ctx.summarizer.fingerprint("merge")
+    recent_key = input_hash("recent", name, fingerprint, day1, historical,
                             forgotten.key()) if day1 or historical else None
     last_active = None if recent_key else inputs.last_active(sources, user_id, as_of, facts)
     key = input_hash("merge", str(scope), user_id, name, pkey, recent_key, last_active, forgotten.key())
@@ -138,24 +144,36 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
         "profile": pkey,
         "day1": [[r["partition"], r["day"].isoformat(), r["input_hash"]] for r in day1_rows],
         "historical": [[r["partition"], r["day"].isoformat(), r["input_hash"]] for r in hist_rows],
+        # what a kept recent part must still agree with (recent.keeps_stored): all but day 1's text
+        "terms": input_hash("terms", name, fingerprint, historical, forgotten.key()) if recent_key else None,
     }
     profile = _Profile(ctx, inputs, key_of, name, facts, pkey, as_of, forgotten)
 
     async def compute(existing: dict | None) -> None:
-        recent, degraded_reason, own_reason, attempts = "", None, None, None
-        if recent_key:
-            if (existing is not None and existing.get("recent_hash") == recent_key and not ctx.force
-                    and not ctx.retry_degraded(existing)):
-                row = ctx.store.contexts(str(scope), user_id)[0]  # only the profile changed: no call
-                recent, degraded_reason, attempts = row["recent"] or "", row["degraded_reason"], row["attempts"]
-            elif day1 and historical:
+        recent, recent_hash, degraded_reason, own_reason, attempts = "", recent_key, None, None, None
+        reusable = existing is not None and not ctx.force and not ctx.retry_degraded(existing)
+        if renders and recent_key:
+            recent = rendered
+            ctx.stats.contexts_rendered += 1
+        elif recent_key and reusable and existing.get("recent_hash") == recent_key:
+            row = ctx.store.contexts(str(scope), user_id)[0]  # only the profile changed: no call
+            recent, degraded_reason, attempts = row["recent"] or "", row["degraded_reason"], row["attempts"]
+            made_from["day1_words"] = (row["inputs"] or {}).get("day1_words")
+        elif recent_key:
+            row = ctx.store.contexts(str(scope), user_id)[0] if reusable and ctx.run_kind == "refresh" else None
+            if keeps_stored(row, as_of=as_of, terms=made_from["terms"], day1_rows=day1_rows, folds=ctx.folds,
+                            day1=day1):  # a same-day refresh, no material change: no call
+                recent, recent_hash, degraded_reason = row["recent"], row["recent_hash"], row["degraded_reason"]
+                attempts, made_from["day1_words"] = row["attempts"], row["inputs"].get("day1_words")
+                ctx.stats.merges_kept += 1
+                ctx.stats.cache_hits += 1
+            else:
                 outcome = await ctx.summarizer.merge(name, day1, historical)
                 ctx.stats.record(outcome)
                 recent, degraded_reason = outcome.value, outcome.degraded_reason
                 own_reason = degraded_reason
-            else:  # nothing to merge: no summarizer call, labelled as a merge would be
-                recent = f"Today: {day1}" if day1 else \
-                    historical if historical.startswith("Past week") else f"Past week: {historical}"
+                made_from["day1_words"] = word_marks(day1)  # the basis of the next refresh's rule
+        if recent_key:
             if degraded_reason is None and any(r["degraded"] for r in day1_rows + hist_rows):
                 degraded_reason = BUILT_FROM_DEGRADED
             recent = forgotten.scrub(recent, user_id, name)
@@ -166,7 +184,7 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
             "as_of_day": as_of, "made_at": ctx.now(), "input_hash": key, "inputs": made_from,
             "degraded": degraded_reason is not None, "degraded_reason": degraded_reason,
             "attempts": attempts if attempts is not None else next_attempts(existing, own_reason),
-            "recent": recent or None, "recent_hash": recent_key,
+            "recent": recent or None, "recent_hash": recent_hash,
         }, profile=profile.pending(), touch_profile=profile.moves)
         ctx.stats.contexts_written += 1
 
