@@ -5,20 +5,24 @@ on-demand design would make.
 The minimum, for a run as of day 1 = D over days `window` (the stages in ARCHITECTURE.md):
 - daily: one call per partition-day with at least one message in the window;
 - historical: one call per (partition, user) with at least one daily summary in days 2-7
-  (D-6 .. D-1), except where the run finds a historical row as of an earlier day 1 (the previous
+  (D-6 .. D-1) whose dated dailies do not fit the room a context leaves for the past week (those
+  are passed through as dated lines, no call: pipeline/stages/recent.py), except where the run
+  finds a historical row as of an earlier day 1 (the previous
   night's, `stored_day1`) built from the same dated dailies: the user's days in that partition
   are the same in both windows (nothing on the new day 2, nothing aged out), so the input hash is
   the same and the row is copied without a call (pipeline/stages/historical.py). A daily text
   counts as unchanged unless its partition-day is in the window: `bench/instant.py` writes a
   user's daily from the day, their name and their own messages (and a day outside the window is
   not summarised again: its input keeps the names of its time);
-- merge: one call per context (scope, user) with at least two non-empty inputs among facts,
-  day-1 summaries and historical summaries of the scope's source partitions (guild:G <- G;
-  channel:C <- C + its guild; a one-to-one dm:D <- D + every partition the user posted in;
-  a group DM, or one the input does not call one-to-one <- itself). A context with one non-empty
-  input is that input: no call.
-The corpus has no facts, so a merge is needed exactly when the user has a day-1 daily and a
-historical summary among the sources.
+- merge: one call per context (scope, user) whose day-1 and historical summaries of the scope's
+  source partitions (guild:G <- G; channel:C <- C + its guild; a one-to-one dm:D <- D + every
+  partition the user posted in; a group DM, or one the input does not call one-to-one <- itself)
+  do not fit `[summary] context_chars` rendered as "Today: …" / "Past week: …"; one that fits is
+  that render, no call. Facts go to the profile, never to a merge.
+Whether a text fits depends on its length, so these two counts are for the summarizer the calls
+section uses, `bench/instant.py`: its daily (and fold) text is "<speaker's name that day> d#<8 hex>",
+its historical text "<name> h#<8 hex>" (`instant_text`); the lengths are measured with the
+pipeline's own render functions (the rule), on texts built from the corpus.
 
 On-demand (summarise per user per read, the field's common practice): every (partition, user)
 active in the week is read once a day; each read summarises each of that user's active days
@@ -34,6 +38,9 @@ from dataclasses import dataclass, field
 from typing import Iterable
 from zoneinfo import ZoneInfo
 
+from pipeline.config import SummaryLengths
+from pipeline.stages.recent import render_recent, render_week, week_room
+
 
 @dataclass
 class Activity:
@@ -45,6 +52,8 @@ class Activity:
     chars: dict[dt.date, int] = field(default_factory=lambda: defaultdict(int))  # chat characters per local day
     messages: dict[dt.date, int] = field(default_factory=lambda: defaultdict(int))
     partitions_of: dict[int, set[str]] = field(default_factory=lambda: defaultdict(set))  # all-time, per user
+    # (partition, day, user) -> (time, name) of the user's first message there that day: the speaker's name
+    first_name: dict[tuple[str, dt.date, int], tuple[dt.datetime, str]] = field(default_factory=dict)
 
     def users(self, days: Iterable[dt.date]) -> set[int]:
         days = set(days)
@@ -91,7 +100,16 @@ def activity(rows: Iterable[dict], timezones: dict[int, str]) -> Activity:
         act.chars[day] += len(row["text"])
         act.messages[day] += 1
         act.partitions_of[user].add(p)
+        ts = dt.datetime.fromisoformat(row["ts"])
+        known = act.first_name.get((p, day, user))
+        if known is None or ts < known[0]:
+            act.first_name[(p, day, user)] = (ts, row.get("user_name") or "")
     return act
+
+
+def instant_text(name: str, kind: str = "d") -> str:
+    """As long as `bench/instant.py`'s answer: "<name> d#<crc32 in hex>" (a day), "… h#…" (a week)."""
+    return f"{name} {kind}#00000000"
 
 
 def _sources(act: Activity, scope: str, user: int, dm_speakers: dict[str, set[int]]) -> list[str]:
@@ -104,7 +122,18 @@ def _sources(act: Activity, scope: str, user: int, dm_speakers: dict[str, set[in
     return [scope] + sorted(act.partitions_of[user] - {scope}) if private else [scope]
 
 
-def minimum(act: Activity, window: list[dt.date], day1: dt.date, *, stored_day1: dt.date | None = None) -> dict[str, int]:
+def _week_text(act: Activity, p: str, user: int, days: list[dt.date], room: int) -> tuple[str, bool]:
+    """The historical text of (p, user) over these days and whether a call made it."""
+    dailies = [(d, instant_text(act.first_name[(p, d, user)][1])) for d in days]
+    rendered = render_week(dailies)
+    if len(rendered) <= room:
+        return rendered, False
+    latest = act.first_name[(p, max(days), user)][1]
+    return instant_text(latest, "h"), True
+
+
+def minimum(act: Activity, window: list[dt.date], day1: dt.date, *, stored_day1: dt.date | None = None,
+            lengths: SummaryLengths | None = None) -> dict[str, int]:
     """Fewest calls of a run as of `day1` whose daily stage must compute the partition-days of
     `window` (the others are already up to date).
 
@@ -117,42 +146,53 @@ def minimum(act: Activity, window: list[dt.date], day1: dt.date, *, stored_day1:
     a member's first post or a rename on a later day changes no earlier day's input hash.
     stored_day1: an earlier day 1 whose historical rows the run finds stored (a steady nightly
     run: the previous night's); the (partition, user) pairs whose input is the same as of both
-    need no historical call (`same_history`)."""
+    need no historical call (`same_history`).
+
+    lengths: the [summary] length targets (default: config/default.toml's)."""
+    lengths = lengths or SummaryLengths()
+    room = week_room(lengths)
     history = {day1 - dt.timedelta(days=i) for i in range(1, 7)}
     window = set(window)
     daily = sum(1 for (p, d) in act.speakers if d in window)
     day1_users: dict[str, set[int]] = defaultdict(set)
     hist_users: dict[str, set[int]] = defaultdict(set)
+    hist_days: dict[tuple[str, int], list[dt.date]] = defaultdict(list)
     dm_speakers: dict[str, set[int]] = defaultdict(set)
-    for (p, d), us in act.speakers.items():
+    for (p, d), us in sorted(act.speakers.items()):
         if d == day1:
             day1_users[p] |= us
         if d in history:
             hist_users[p] |= us
+            for u in us:
+                hist_days[(p, u)].append(d)
         if act.kind[p] == "dm":
             dm_speakers[p] |= us
-    historical = sum(len(us) for us in hist_users.values())
+    weeks = {pu: _week_text(act, *pu, days, room) for pu, days in hist_days.items()}
+    called = {pu for pu, (_text, call) in weeks.items() if call}
+    historical = len(called)
     if stored_day1 is not None:
-        historical -= same_history(act, day1, stored_day1, window)
+        historical -= same_history(act, day1, stored_day1, window, only=called)
     scopes = set(day1_users) | set(hist_users)
     merge = contexts = 0
     for scope in scopes:
         for user in day1_users[scope] | hist_users[scope]:
             contexts += 1
             sources = _sources(act, scope, user, dm_speakers)
-            has_day1 = any(user in day1_users[s] for s in sources)
-            has_hist = any(user in hist_users[s] for s in sources)
-            merge += has_day1 and has_hist
+            today = [instant_text(act.first_name[(s, day1, user)][1]) for s in sources if user in day1_users[s]]
+            week = [weeks[(s, user)][0] for s in sources if (s, user) in weeks]
+            merge += len(render_recent(today, week)) > lengths.context_chars
     return {"daily": daily, "historical": historical, "merge": merge,
             "total": daily + historical + merge, "contexts": contexts}
 
 
-def same_history(act: Activity, day1: dt.date, earlier: dt.date, window: Iterable[dt.date] = ()) -> int:
+def same_history(act: Activity, day1: dt.date, earlier: dt.date, window: Iterable[dt.date] = (),
+                 only: set[tuple[str, int]] | None = None) -> int:
     """(partition, user) pairs with a message in days 2-7 of `day1` whose days with messages there
     are the same as in days 2-7 of `earlier` (in a steady run, as of the day before: the user
     wrote nothing in the partition on the new day 2 and nothing aged out of the old day 7), none
     of them a day the run summarises again (`window`): the historical input is the same, and the
-    row as of `earlier` is copied without a call."""
+    row as of `earlier` is copied without a call. `only`: count only these pairs (the ones whose
+    week is condensed by a call; a rendered week costs none either way)."""
     hist = {day1 - dt.timedelta(days=i) for i in range(1, 7)}
     old = {earlier - dt.timedelta(days=i) for i in range(1, 7)}
     window = set(window)
@@ -161,8 +201,8 @@ def same_history(act: Activity, day1: dt.date, earlier: dt.date, window: Iterabl
         if d in hist | old:
             for u in us:
                 per[(p, u)].add(d)
-    return sum(1 for days in per.values()
-               if days & hist and days & hist == days & old and not days & hist & window)
+    return sum(1 for pu, days in per.items() if (only is None or pu in only)
+               and days & hist and days & hist == days & old and not days & hist & window)
 
 
 def on_demand(act: Activity, window: list[dt.date]) -> dict[str, int]:

@@ -18,14 +18,16 @@ def run(env: Env) -> dict:
     act = nightly_runs.corpus_activity(env)
     days, last = env.days, env.days[-1]
     before = last - dt.timedelta(days=1)  # the steady run finds the historical rows as of this day 1
+    lengths = env.settings().summary  # what fits is passed through without a call (pipeline/stages/recent.py)
     res = {
         "corpus": {"messages": env.meta["counts"]["messages"], "guilds": env.meta["counts"]["guilds"],
                    "active_users": len(act.users(days)), "partitions": len(act.kind), "days": len(days)},
-        "minimum_cold": expected.minimum(act, days, last),
-        "minimum_steady": expected.minimum(act, [last], last, stored_day1=before),
+        "minimum_cold": expected.minimum(act, days, last, lengths=lengths),
+        "minimum_steady": expected.minimum(act, [last], last, stored_day1=before, lengths=lengths),
         "steady_history_unchanged": expected.same_history(act, last, before, [last]),
         "history_reused": True,  # the minimum leaves those out (results before the reuse counted them)
         "stable_names": True,  # days before day 1 keep their inputs (results before that counted renamed days)
+        "renders": True,  # a week or a context that fits its budget costs no call (results before that counted them)
         "on_demand": expected.on_demand(act, days),
         "runs": {},
     }
@@ -77,10 +79,15 @@ def render(res: dict) -> list[str]:
     reuse = (", unless a stored row as of an earlier day 1 has the same input (steady run: below)"
              if res.get("history_reused") else "")
     out += ["", "**Minimum** (computed from the corpus, not from the pipeline's tables; `bench/expected.py`): one "
-            "daily call per partition-day with messages among the days the run must compute; one historical call "
-            f"per (partition, user) with a message in days 2–7{reuse}; one merge per context (scope, user) whose sources "
-            "give at least two non-empty inputs among facts, day-1 and historical summaries (the corpus has no "
-            "facts, so: a day-1 and a historical summary). "
+            "daily call per partition-day with messages among the days the run must compute; " + (
+                f"one historical call per (partition, user) with a message in days 2–7 whose dated dailies do not fit "
+                f"the room a context leaves for the past week{reuse}; one merge per context (scope, user) whose day-1 "
+                f"and historical summaries of its sources do not fit `[summary] context_chars` (what fits is passed "
+                f"through as dated lines, no call: `pipeline/stages/recent.py`; lengths of `bench/instant.py`'s "
+                f"answers). " if res.get("renders") else
+                f"one historical call per (partition, user) with a message in days 2–7{reuse}; one merge per context "
+                f"(scope, user) whose sources give at least two non-empty inputs among facts, day-1 and historical "
+                f"summaries (the corpus has no facts, so: a day-1 and a historical summary). ") +
             f"Contexts written: {mc['contexts']:,}, of which {mc['merge']:,} need a merge call. " + (
                 f"In the steady run no partition-day of days 1–{c['days'] - 1} needs a call: its input keeps the "
                 f"names of its time (a member's first post or a rename on day {c['days']} changes none)."
@@ -102,6 +109,12 @@ def render(res: dict) -> list[str]:
     if not res.get("history_reused"):  # a result from before the reuse (e.g. a committed large run)
         out += [f"In the steady nightly run {unchanged:,} of the {ms['historical']:,} historical calls have the same "
                 f"input as the day before; this result predates their reuse by input hash, and its minimum counts them."]
+    elif res.get("renders"):
+        out += [f"In the steady nightly run {unchanged:,} (partition, user) pairs with a message in days 2–7 have the "
+                f"same historical input as the day before (the user wrote nothing in that partition on the new day 2 "
+                f"and nothing aged out of day 7): a condensed row among them is copied from yesterday's by input hash "
+                f"and a rendered one costs no call either way, so the minimum counts {ms['historical']:,} historical "
+                f"calls."]
     else:
         out += [f"In the steady nightly run {unchanged:,} of the {ms['historical'] + unchanged:,} (partition, user) "
                 f"pairs with a message in days 2–7 have the same historical input as the day before (the user wrote "
