@@ -62,7 +62,9 @@ class IngestStore:
 
     def write_members(self, conn: Connection, rows: Iterable[dict[str, Any]]) -> None:
         rows = list(rows)
-        if rows:
+        if rows and conn.dialect.name == "postgresql":  # one statement, not one per row
+            conn.exec_driver_sql(query("pg_members_upsert"), {"members": msgspec.json.encode(rows).decode()})
+        elif rows:
             stmt = insert_for(conn)(members)
             conn.execute(stmt.on_conflict_do_update(
                 index_elements=[members.c.partition, members.c.user_id],
@@ -94,11 +96,7 @@ class IngestStore:
         keys = list(keys)
         if not keys:
             return {}
-        if conn.dialect.name == "postgresql":
-            found = conn.exec_driver_sql(query("pg_stored_messages"), {
-                "channels": [k[0] for k in keys], "messages": [k[1] for k in keys]})
-        else:  # SQLite has no arrays: the keys go as one JSON text, read by json_each
-            found = conn.exec_driver_sql(query("sqlite_stored_messages"), (msgspec.json.encode(keys).decode(),))
+        found = _stored(conn, keys)
         ts = chat_history.c.ts.type.result_processor(conn.dialect, None) or (lambda v: v)
         return {(channel_id, message_id): {"user_id": user_id, "ts": ts(at), "reply_to": reply_to}
                 for channel_id, message_id, user_id, at, reply_to in found}
@@ -119,8 +117,7 @@ class IngestStore:
 # so whether it exists is asked of the database and never remembered in Python.
 
 def _pg_copy_messages(conn: Connection, records: list[tuple]) -> None:
-    stored = {(channel_id, message_id) for channel_id, message_id, *_ in conn.exec_driver_sql(
-        query("pg_stored_messages"), {"channels": [r[2] for r in records], "messages": [r[0] for r in records]})}
+    stored = {(channel_id, message_id) for channel_id, message_id, *_ in _stored(conn, [(r[2], r[0]) for r in records])}
     new = [r for r in records if (r[2], r[0]) not in stored] if stored else records
     merge = [r for r in records if (r[2], r[0]) in stored] if stored else []
     if new and not _pg_copy(conn, "pg_copy_new", new, savepoint=True):
@@ -132,6 +129,15 @@ def _pg_copy_messages(conn: Connection, records: list[tuple]) -> None:
             conn.exec_driver_sql(query("pg_staging_create"))
         _pg_copy(conn, "pg_staging_copy", merge, savepoint=False)
         conn.exec_driver_sql(query("pg_staging_upsert"))
+
+
+def _stored(conn: Connection, keys: list[tuple[int, int]]):
+    """(channel id, message id, user id, ts, reply to) of the stored messages among `keys`: one
+    statement, the keys sent as one JSON text (both databases read it)."""
+    keys_json = msgspec.json.encode(keys).decode()
+    if conn.dialect.name == "postgresql":
+        return conn.exec_driver_sql(query("pg_stored_messages"), {"keys": keys_json})
+    return conn.exec_driver_sql(query("sqlite_stored_messages"), (keys_json,))
 
 
 def _pg_copy(conn: Connection, name: str, records: list[tuple], *, savepoint: bool) -> bool:
