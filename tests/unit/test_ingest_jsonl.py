@@ -231,3 +231,41 @@ def test_missing_file(tmp_path, settings):
     with pytest.raises(InputError) as err:
         import_files(RecordingStore(), [tmp_path / "nope.jsonl"], settings)
     assert err.value.where == "cannot open"
+
+
+def test_a_message_built_in_python_is_validated_like_a_dict(settings):
+    """MessageIn checks nothing when built: ingest_messages validates it as it would the dict."""
+    from pipeline.ingest import MessageIn
+
+    good = dict(message_id=7, guild_id=1150000000000000001, channel_id=1170000000000000010, visibility="public",
+                user_id=1160000000000000001, user_name="Ana", text="hi", ts=dt.datetime(2026, 11, 2, tzinfo=UTC))
+    store = RecordingStore()
+    with pytest.raises(InputError) as err:
+        ingest_messages(store, [MessageIn(**good | {"ts": dt.datetime(2026, 11, 2)})], settings)
+    assert (err.value.where, err.value.what) == ("message 7", "ts: timestamp datetime.datetime(2026, 11, 2, 0, 0) "
+                                                              "has no UTC offset (write it like 2026-11-02T18:22:10+00:00)")
+    ingest_messages(store, [MessageIn(**good)], settings)
+    assert [m["ts"] for m in store.messages] == [dt.datetime(2026, 11, 2, tzinfo=UTC)]
+
+
+def test_rows_the_quick_pass_does_not_take_are_judged_field_by_field(tmp_path, settings):
+    """A str subclass, a bool written as text, a reused id text as an int: accepted as before."""
+    class Text(str):
+        pass
+
+    store = RecordingStore()
+    rows = [row(message_id=1, user_name=Text("Ana"), text=Text("hi"), channel_id="1170000000000000010"),
+            row(message_id=2, visibility="dm", guild_id=None, channel_id=99, is_group="false"),
+            row(message_id=3, channel_id=1170000000000000010)]
+    assert ingest_messages(store, rows, settings).written == 3
+    assert {m["channel_id"] for m in store.messages} == {1170000000000000010, 99}
+    assert store.channels[-1]["one_to_one"] is True  # is_group "false": said to be one-to-one
+    with pytest.raises(InputError, match="is_group: expected true or false, got 'maybe'"):
+        ingest_messages(store, [row(message_id=4, visibility="dm", guild_id=None, is_group="maybe")], settings)
+
+
+def test_a_float_never_passes_as_a_remembered_id_text(tmp_path, settings):
+    path = write_jsonl(tmp_path / "in.jsonl", [row(channel_id="12"), row(message_id=2, channel_id=12.0)])
+    with pytest.raises(InputError) as err:
+        import_files(RecordingStore(), [path], settings)
+    assert (err.value.where, err.value.what) == ("line 2", "channel_id: id not an integer: 12.0")
