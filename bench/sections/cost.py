@@ -16,7 +16,9 @@ day refreshes every partition every hour.
 
 Prompt tokens include the system instruction: the fake server counts only the contents
 (`len // 4 + 1`), Gemini also bills the system instruction, so each request adds
-`estimate_tokens(system text)`. Chat tokens = characters of the messages / 4.
+`estimate_tokens(system text)`. Chat tokens = characters of the messages / 4. The estimate is
+checked against the wire: the fake records each request body's size (`RecordedRequest.body_bytes`:
+prompt, system instruction, response schema and the JSON around them), reported as bytes / 4.
 """
 
 from __future__ import annotations
@@ -104,11 +106,12 @@ class _Model:
         ctx = RunContext(store=store, summarizer=self.summarizer(), settings=self.settings,
                          clock=fixed_clock(clock_at))
         asyncio.run(execute(ctx, kind, first, last, only_guilds=only_guilds))
-        by_op: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        by_op: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
         for req in self.server.calls():
             entry = by_op[_operation(req.prompt_text, new_day)]
             entry[0] += 1
             entry[1] += req.prompt_tokens + self.system_tokens
+            entry[2] += req.body_bytes
         self.server.reset()  # the fake keeps every request: free them
         row = store.runs(1)[0]
         return {k: row[k] for k in ("summarizer_calls", "llm_calls", "prompt_tokens", "output_tokens", "estimated_cost")
@@ -126,7 +129,7 @@ def _operation(prompt: str, new_day: dt.date | None) -> str:
     daily-stage requests about an earlier day are told apart ("… earlier day")."""
     if "<messages>" in prompt:
         name = "fold" if "<summaries>" in prompt else "daily"
-    elif "<partial>" in prompt:
+    elif "<partials>" in prompt:
         name = "reduce"
     else:
         return next((n for m, n in (("<person ", "historical"), ("<past_week>", "merge")) if m in prompt), "other")
@@ -139,13 +142,16 @@ def _operation(prompt: str, new_day: dt.date | None) -> str:
 def _totals(runs: list[dict], model: _Model, chars: int, users: int) -> dict:
     t = {k: sum(r[k] for r in runs) for k in ("summarizer_calls", "llm_calls", "prompt_tokens", "output_tokens",
                                                "estimated_cost")}
-    by_op: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    by_op: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     for r in runs:
-        for op, (n, tokens) in r["by_operation"].items():
+        for op, (n, tokens, wire) in r["by_operation"].items():
             by_op[op][0] += n
             by_op[op][1] += tokens
-    t["by_operation"] = {op: {"requests": n, "prompt_tokens": tok, "per_chat_token": round(tok / (chars / 4), 3)}
-                         for op, (n, tok) in sorted(by_op.items(), key=lambda kv: -kv[1][1])}
+            by_op[op][2] += wire
+    t["by_operation"] = {op: {"requests": n, "prompt_tokens": tok, "per_chat_token": round(tok / (chars / 4), 3),
+                              "wire_bytes": wire, "wire_per_chat_token": round(wire / chars, 3)}
+                         for op, (n, tok, wire) in sorted(by_op.items(), key=lambda kv: -kv[1][1])}
+    wire = sum(op[2] for op in by_op.values())
     prompt = t["prompt_tokens"] + t["llm_calls"] * model.system_tokens
     prices = model.settings.gemini.prices.get(model.settings.gemini.model_for("daily"))
     price = (prompt * prices.input_per_million + t["output_tokens"] * prices.output_per_million) / 1e6 if prices else 0.0
@@ -153,6 +159,7 @@ def _totals(runs: list[dict], model: _Model, chars: int, users: int) -> dict:
     return t | {"runs": len(runs), "prompt_tokens_with_system": prompt, "price_usd": round(price, 4),
                 "chat_tokens": round(chat), "active_users": users,
                 "prompt_per_chat_token": round(prompt / chat, 3) if chat else None,
+                "wire_bytes": wire, "wire_per_chat_token": round(wire / chars, 3) if chars else None,
                 "prompt_per_user": round(prompt / users) if users else None,
                 "output_per_user": round(t["output_tokens"] / users) if users else None,
                 "price_per_user_usd": round(price / users, 6) if users else None}
@@ -247,8 +254,8 @@ def render(res: dict) -> list[str]:
            f"`gemini.prices` (${res['prices']['input_per_million']:g} / ${res['prices']['output_per_million']:g} "
            f"per million input / output tokens).", "",
            "| run | runs | requests | prompt tokens | output tokens | price (USD) | active users | prompt / user | "
-           "price / user (USD) | **prompt tokens per chat token** | |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "price / user (USD) | **prompt tokens per chat token** | request bytes / 4 per chat token | |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     rows = (("replay", f"replay of days {n_days}, cold"),
             ("nightly", "steady nightly: day 7 at once, one run"),
             ("live", f"live day 7: hourly ingest + refresh, {res['live']['first_hour'][:16].replace('T', ' ')} … "
@@ -258,26 +265,34 @@ def render(res: dict) -> list[str]:
         verdict = "" if "met" not in r else ("met" if r["met"] else "**missed**")
         out.append(f"| {label} | {r['runs']} | {r['llm_calls']:,} | {r['prompt_tokens_with_system']:,} | "
                    f"{r['output_tokens']:,} | {r['price_usd']:.2f} | {r['active_users']:,} | {r['prompt_per_user']:,} | "
-                   f"{r['price_per_user_usd']:.4f} | **{r['prompt_per_chat_token']:.2f}** | {verdict} |")
-    out += ["", "Prompt tokens by operation (requests · prompt tokens · per chat token). \"earlier days\": daily, "
+                   f"{r['price_per_user_usd']:.4f} | **{r['prompt_per_chat_token']:.2f}** | "
+                   f"{r['wire_per_chat_token']:.2f} | {verdict} |")
+    out += ["", "Prompt tokens by operation (requests · prompt tokens · per chat token · request bytes / 4 per chat "
+            "token: the whole body on the wire, response schema and JSON framing included). \"earlier days\": daily, "
             "reduce or fold requests about days 1–6 made after day 7's messages arrived (a partition-day whose input "
             "changed: see below).", "",
             "| run | " + " | ".join(OPS) + " |", "|---|" + "---|" * len(OPS)]
     for part, label in rows:
         ops = res[part]["by_operation"]
-        cells = [f"{ops[o]['requests']:,} · {ops[o]['prompt_tokens']:,} · {ops[o]['per_chat_token']:.2f}" if o in ops
-                 else "–" for o in OPS]
+        cells = [f"{ops[o]['requests']:,} · {ops[o]['prompt_tokens']:,} · {ops[o]['per_chat_token']:.2f} · "
+                 f"{ops[o]['wire_per_chat_token']:.2f}" if o in ops else "–" for o in OPS]
         out.append(f"| {label.split(':')[0].split(',')[0]} | " + " | ".join(cells) + " |")
     live, night = res["live"], res["nightly"]
 
-    def part(r, ops):
-        return sum(r["by_operation"].get(o, {}).get("per_chat_token", 0) for o in ops)
+    def part(r, ops, key="per_chat_token"):
+        return sum(r["by_operation"].get(o, {}).get(key, 0) for o in ops)
+
+    def wire(r, ops):
+        return part(r, ops, "wire_per_chat_token")
 
     out += ["", f"**What bounds it.** Reading the chat itself (daily, fold and reduce requests about day 7) costs "
             f"{part(night, ('daily', 'reduce')):.2f} prompt tokens per chat token in the nightly run and "
-            f"{part(live, ('daily', 'fold', 'reduce')):.2f} in the live day: the prompt's fixed part (instructions, the "
-            f"system text, the speaker list, repeated in every request and every chunk) and the per-message markup "
-            f"weigh on short chat messages (median 40 characters). The rest is per user, not per message: every "
+            f"{part(live, ('daily', 'fold', 'reduce')):.2f} in the live day ({wire(night, ('daily', 'reduce')):.2f} and "
+            f"{wire(live, ('daily', 'fold', 'reduce')):.2f} counting request bytes / 4: the response schema and the "
+            f"JSON around the prompt travel with every request too): the prompt's fixed part (instructions, the "
+            f"system text, the speaker list, repeated in every request and every chunk) weighs on short chat "
+            f"messages (median 40 characters) — most in the hourly folds, which read a handful of new messages "
+            f"each —, and each message line adds its number and speaker (`12 p3: `). The rest is per user, not per message: every "
             f"(partition, user) with a message in days 1–6 gets a historical call that reads all their daily "
             f"summaries again ({part(night, ('historical',)):.2f} per chat token at night), and every context with "
             f"two inputs a merge that reads their day-1 and historical summaries ({part(night, ('merge',)):.2f}); "

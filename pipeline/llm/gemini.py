@@ -1,7 +1,9 @@
 """Gemini and Gemma through the real google-genai async client.
 
-- Gemini models: system instruction + JSON mode with the pydantic schema. We validate
-  `response.text` ourselves: `response.parsed` silently becomes None on a mismatch.
+- Gemini models: system instruction + JSON mode with the pydantic schema, sent without its
+  titles, descriptions, defaults and length bounds (`response_schema`: the schema is part of every
+  request body, and we validate `response.text` with pydantic ourselves anyway —
+  `response.parsed` silently becomes None on a mismatch).
 - Gemma models (`gemma-*`): the API rejects system instructions and JSON mode, so the
   instructions go in the user turn and the JSON is asked for in the prompt (the summarizer
   strips fences, validates and re-asks once).
@@ -13,10 +15,12 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 
 import httpx2
 from google import genai
+from google.genai import _transformers as genai_transformers
 from google.genai import errors as genai_errors
 from google.genai import types
 
@@ -30,6 +34,28 @@ _BLOCKING = {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", 
 
 def is_gemma(model: str) -> bool:
     return model.split("/")[-1].lower().startswith("gemma-")
+
+
+# Schema keys that only document or repeat what pydantic checks on the answer.
+_SCHEMA_NOTES = frozenset({"title", "description", "default", "min_length", "max_length"})
+
+
+def _without_notes(node):
+    if isinstance(node, dict):
+        return {k: ({name: _without_notes(v) for name, v in value.items()} if k == "properties"
+                    else _without_notes(value))
+                for k, value in node.items() if k not in _SCHEMA_NOTES}
+    if isinstance(node, list):
+        return [_without_notes(v) for v in node]
+    return node
+
+
+@functools.cache
+def response_schema(model: type) -> types.Schema:
+    """The response schema of a pydantic model as the API takes it (google-genai's own
+    conversion), without the keys that only document it: about a third of the bytes."""
+    full = genai_transformers.t_schema(None, model)
+    return types.Schema.model_validate(_without_notes(full.model_dump(exclude_none=True)))
 
 
 def retry_delay_of(exc: genai_errors.APIError) -> float | None:
@@ -65,7 +91,7 @@ class GeminiClient:
             max_output_tokens=max_output_tokens,
             system_instruction=None if gemma else system,
             response_mime_type=None if gemma or json_schema is None else "application/json",
-            response_schema=None if gemma else json_schema,
+            response_schema=None if gemma or json_schema is None else response_schema(json_schema),
         )
         try:
             # Our own deadline too: a server that accepts the connection and then stalls must

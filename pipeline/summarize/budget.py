@@ -82,7 +82,8 @@ def chunk_lines(lines: Lines, render: Callable[[Lines, int | None], str], budget
     out: list[list[ChatLine]] = []
     used = 0
     for ln in lines:
-        cost = len(ln.text) + len(ln.reply_to_name or "") + len(ln.name) + 70  # <m …> and a <speaker> entry
+        # its line ("12 p3>…: " and an hour line now and then) and a speaker line; rendering checks
+        cost = len(ln.text) + len(ln.reply_to_name or "") + len(ln.name) + 24
         if out and out[-1] and used + cost <= room:
             out[-1].append(ln)
             used += cost

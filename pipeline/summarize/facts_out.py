@@ -1,14 +1,16 @@
 """The facts of the daily and fold calls (ARCHITECTURE.md, "facts"): the one summarizer call of a
 partition-day also proposes durable facts per speaker, as `Candidate`s (pipeline/memory/model.py).
 
-Every message of a daily or fold prompt has a handle, `m{N}`, N its position in the lines of the
+Every message of a daily or fold prompt has a number N, its position in the lines of the
 PartitionDay the summarizer was given, plus one: positions across the whole partition-day, so the
-chunks of a map-reduced day map back; never a raw message id. A fact's sources are handles;
-read back, they are those positions (a handle that was not in the request is dropped)."""
+chunks of a map-reduced day map back; never a raw message id. Its handle is `m{N}`. A fact's
+sources are numbers (schemas.py reads "12" as "m12"); read back, they are those positions (a
+number that was not in the request is dropped)."""
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from typing import Iterable
 
 from ..memory.model import Candidate
@@ -35,9 +37,32 @@ def handle(line: ChatLine) -> str:
     return f"m{line.message_id + 1}"
 
 
-def messages(lines: Iterable[ChatLine]) -> list[tuple[str, ChatLine]]:
-    """(handle, line) of numbered lines: what the daily and fold templates list as <m>."""
-    return [(handle(ln), ln) for ln in lines]
+@dataclass(frozen=True)
+class MessageRow:
+    """One line of <messages> in the daily and fold templates."""
+
+    number: int             # the line's position + 1 (its handle is m{number})
+    speaker: str            # the speaker's handle
+    text: str
+    hour: str | None        # "09:00" on the first line of an hour (the time is shown once an hour)
+    reply: str | None       # the handle of the speaker it replies to, when listed in the request
+    reply_name: str | None  # else the name of whoever it replies to
+
+
+def messages(lines: Iterable[ChatLine], handles: dict[int, str]) -> list[MessageRow]:
+    """The rows of numbered lines. A reply names a speaker of these lines by handle (the request
+    lists them), anyone else by name."""
+    lines = list(lines)
+    listed = {ln.user_id for ln in lines}
+    rows: list[MessageRow] = []
+    last_hour = None
+    for ln in lines:
+        hour = ln.ts.strftime("%H:00")
+        to = ln.reply_to_user if ln.reply_to_user in listed and ln.reply_to_name else None
+        rows.append(MessageRow(ln.message_id + 1, handles[ln.user_id], ln.text, hour if hour != last_hour else None,
+                               handles[to] if to is not None else None, None if to is not None else ln.reply_to_name))
+        last_hour = hour
+    return rows
 
 
 def candidates(answer: DailyOut, handles: dict[int, str], lines: Iterable[ChatLine]) -> list[Candidate]:

@@ -35,7 +35,9 @@ from .text import newest_within
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
-SCHEMA_VERSION = "llm-3"  # 2: names clipped, texts cut to the budget; 3: facts in daily/fold, message handles
+# 2: names clipped, texts cut to the budget; 3: facts in daily/fold, message handles; 4: one line a
+# message, no JSON example in JSON mode
+SCHEMA_VERSION = "llm-4"
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 REASK = ("\n\nYour previous answer was not valid JSON of the requested shape. Answer again with "
          "only the JSON object, no prose and no code fences.")
@@ -92,6 +94,12 @@ class LLMSummarizer:
         if price is None:
             return 0.0
         return (prompt_tokens * price.input_per_million + output_tokens * price.output_per_million) / 1e6
+
+    @property
+    def json_example(self) -> bool:
+        """Whether the daily, fold and reduce prompts show the answer's JSON: only for a model
+        without JSON mode (Gemma); Gemini gets the schema itself (pipeline/llm/gemini.py)."""
+        return is_gemma(self.cfg.model_for("daily"))
 
     def prompt_tokens(self, operation: str, prompt: str) -> int:
         return estimate_tokens(prompt + "\n\n" + self.system)
@@ -167,7 +175,8 @@ class LLMSummarizer:
         handles = self.handles(pd)
         speakers = sorted({ln.user_id for ln in lines})
         return render("daily", day=pd.day, speakers=[(handles[u], pd.speakers[u]) for u in speakers],
-                      messages=messages(lines), handles=handles, target_chars=self.lengths.daily_chars, part=part)
+                      messages=messages(lines, handles), target_chars=self.lengths.daily_chars, part=part,
+                      json_example=self.json_example)
 
     def chunks(self, pd: PartitionDay) -> list[tuple[ChatLine, ...]]:
         """Split a prepared partition-day by time into pieces whose prompt fits the input budget."""
@@ -191,9 +200,13 @@ class LLMSummarizer:
         dropped = 0
 
         def prompt_for(items: list[tuple[int, list[str]]]) -> str:
-            return render("reduce", day=pd.day, target_chars=self.lengths.daily_chars,
+            return render("reduce", day=pd.day, target_chars=self.lengths.daily_chars, json_example=self.json_example,
                           speakers=[(handles[u], pd.speakers[u], texts) for u, texts in items])
 
+        # partial summaries that together fit the target are joined, in time order, without a call
+        target = self.lengths.daily_chars
+        partials = {u: [" ".join(v)] if len(v) > 1 and sum(len(t) + 1 for t in v) - 1 <= target else v
+                    for u, v in partials.items()}
         while any(len(v) > 1 for v in partials.values()):
             requests = reduce_requests(partials, prompt_for, self.budget)
             results = await asyncio.gather(*(self.ask("daily", prompt_for(r), DailyOut, usage) for r in requests))
@@ -267,7 +280,8 @@ class LLMSummarizer:
         speakers = sorted({ln.user_id for ln in lines})
         return render("fold", day=pd.day, speakers=[(handles[u], pd.speakers[u]) for u in speakers],
                       previous=[(handles[u], previous[u]) for u in speakers if u in previous],
-                      messages=messages(lines), handles=handles, target_chars=self.lengths.daily_chars)
+                      messages=messages(lines, handles), target_chars=self.lengths.daily_chars,
+                      json_example=self.json_example)
 
     async def fold(self, new: PartitionDay, previous: dict[int, str]) -> Outcome[dict[int, str]]:
         """One call per chunk of new messages (usually one): each message is read once, plus the

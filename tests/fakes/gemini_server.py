@@ -119,6 +119,7 @@ class RecordedRequest:
     prompt_text: str                # text parts of `contents`, joined with "\n"
     system_text: str | None         # text parts of `systemInstruction`, or None
     index: int = 0                  # arrival order, 0-based
+    body_bytes: int = 0             # size of the HTTP request body as sent (what the wire carries)
     status_code: int | None = None  # HTTP status the fake answered with (None: no answer yet)
     outcome: str | None = None      # "ok", "malformed", "truncated", "blocked", "status",
                                     # "raw", "rate_limited_rpm", "rate_limited_tpm",
@@ -470,6 +471,7 @@ class FakeGemini:
             time=arrival,
             prompt_text=prompt_text,
             system_text="\n".join(_texts(system)) if system is not None else None,
+            body_bytes=len(raw_body),
         )
         with self._lock:
             rec.index = len(self.requests)

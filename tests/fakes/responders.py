@@ -12,11 +12,10 @@ import json
 import re
 
 MAX_FACTS = 5  # per speaker and request: a model lists what matters, not every sentence
-_SPEAKER = re.compile(r'<speaker handle="(p\d+)">([^<]*)</speaker>')
-_REDUCE_SPEAKER = re.compile(r'<speaker handle="(p\d+)" name="([^"]*)">(.*?)</speaker>', re.DOTALL)
-_MESSAGE = re.compile(r'<m ([^>]*)>(.*?)</m>', re.DOTALL)
-_ATTRIBUTE = re.compile(r'(\w+)="([^"]*)"')
-_PARTIAL = re.compile(r"<partial>(.*?)</partial>", re.DOTALL)
+# The one-line-per-item lists of prompts/daily.xml.j2, fold.xml.j2 and reduce.xml.j2
+_SPEAKER = re.compile(r"^(p\d+): (.*)$")
+_MESSAGE = re.compile(r'^(\d+) (p\d+)(?:>(p\d+|"[^"]*"))?: (.*)$')
+_PARTIAL = re.compile(r"^- (.*)$")
 _DAILY_TAG = re.compile(r'<daily date="[^"]*">(.*?)</daily>', re.DOTALL)
 _FACT = re.compile(r'<fact n="(\d+)">(.*?)</fact>', re.DOTALL)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -32,12 +31,36 @@ def _tag(prompt: str, name: str) -> str:
     return html.unescape(m.group(1)) if m else ""
 
 
-def _messages(prompt: str) -> list[tuple[str, str, str]]:
-    """(message handle, speaker handle, text) of every <m> of a daily or fold prompt."""
-    out = []
-    for attributes, text in _MESSAGE.findall(prompt):
-        attrs = dict(_ATTRIBUTE.findall(attributes))
-        out.append((attrs.get("id", ""), attrs.get("s", ""), html.unescape(text)))
+def _value(text: str) -> str:
+    """A value of a list line as it was before prompts.py escaped it."""
+    return html.unescape(text.replace("\\n", "\n"))
+
+
+def _lines(prompt: str, name: str) -> list[str]:
+    m = re.search(rf"^<{name}>\n(.*?)^</{name}>", prompt, re.DOTALL | re.MULTILINE)
+    return m.group(1).splitlines() if m else []
+
+
+def speakers(prompt: str) -> list[tuple[str, str]]:
+    """(handle, name) of every speaker of a daily or fold prompt."""
+    return [(m.group(1), _value(m.group(2))) for m in map(_SPEAKER.match, _lines(prompt, "speakers")) if m]
+
+
+def message_lines(prompt: str) -> list[tuple[str, str, str | None, str]]:
+    """(number, speaker handle, reply: a handle or a quoted name or None, text) of every message of
+    a daily or fold prompt, in order."""
+    return [(m.group(1), m.group(2), m.group(3), _value(m.group(4)))
+            for m in map(_MESSAGE.match, _lines(prompt, "messages")) if m]
+
+
+def partials(prompt: str) -> list[tuple[str, str, list[str]]]:
+    """(handle, name, partial summaries) of every speaker of a reduce prompt."""
+    out: list[tuple[str, str, list[str]]] = []
+    for line in _lines(prompt, "partials"):
+        if (p := _PARTIAL.match(line)) and out:
+            out[-1][2].append(_value(p.group(1)))
+        elif s := _SPEAKER.match(line):
+            out.append((s.group(1), _value(s.group(2)), []))
     return out
 
 
@@ -63,7 +86,7 @@ def _third_person(sentence: str) -> str:
 
 
 def _facts(said: list[tuple[str, str]]) -> list[dict]:
-    """The facts of one speaker's messages, (message handle, text)."""
+    """The facts of one speaker's messages, (message number, text)."""
     out = []
     for handle, text in said:
         for sentence in _SENTENCE.split(text):
@@ -88,18 +111,14 @@ def canned_answer(request) -> str:
     prompt = request.prompt_text
     if "<messages>" in prompt:  # daily (one chunk) or fold
         said: dict[str, list[tuple[str, str]]] = {}
-        for handle, speaker, text in _messages(prompt):
-            said.setdefault(speaker, []).append((handle, text))
-        out = [{"speaker": h, "summary": f"{html.unescape(name)} said: "
-                + " / ".join(t for _m, t in said.get(h, [])[:3])[:280],
+        for number, speaker, _reply, text in message_lines(prompt):
+            said.setdefault(speaker, []).append((number, text))  # a model cites the numbers it was shown
+        out = [{"speaker": h, "summary": f"{name} said: " + " / ".join(t for _m, t in said.get(h, [])[:3])[:280],
                 "facts": _facts(said.get(h, []))}
-               for h, name in _SPEAKER.findall(prompt)]
+               for h, name in speakers(prompt)]
         return json.dumps({"summaries": out})
-    if "<partial>" in prompt:  # reduce
-        out = []
-        for handle, _name, body in _REDUCE_SPEAKER.findall(prompt):
-            parts = [html.unescape(p) for p in _PARTIAL.findall(body)]
-            out.append({"speaker": handle, "summary": " + ".join(parts)[:280]})
+    if "<partials>" in prompt:  # reduce
+        out = [{"speaker": handle, "summary": " + ".join(parts)[:280]} for handle, _name, parts in partials(prompt)]
         return json.dumps({"summaries": out})
     if "<person " in prompt:  # historical
         texts = [html.unescape(t) for t in _DAILY_TAG.findall(prompt)]

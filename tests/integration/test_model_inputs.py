@@ -71,7 +71,7 @@ def _everything(store, s, *, ana: str = "Ana", bo: str = "Bo", texts: dict | Non
 
 
 def _operations(requests) -> set[str]:
-    tags = {"<messages>": "daily", "<summaries>": "fold", "<partial>": "reduce", "<daily ": "historical",
+    tags = {"<messages>": "daily", "<summaries>": "fold", "<partials>": "reduce", "<daily ": "historical",
             "<past_week>": "merge", "<forget>": "forget"}
     return {op for r in requests for tag, op in tags.items() if tag in r.prompt_text}
 

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import html
-import re
 
 from pipeline.clock import fixed_clock
 from pipeline.ingest import ingest_messages
 from pipeline.runner import execute
 from tests.fakes.gemini_server import FakeGemini
-from tests.fakes.responders import canned_answer
+from tests.fakes.responders import canned_answer, message_lines
 from tests.helpers import make_context
 from tests.integration.test_gemini import gemini_settings, llm
 
@@ -80,8 +78,8 @@ def test_live_day_with_gemini_reads_each_message_once(store, settings):
         for req in server.calls():
             if "<messages>" not in req.prompt_text:
                 continue
-            for text in re.findall(r"<m [^>]*>(.*?)</m>", req.prompt_text, re.S):
-                seen[html.unescape(text)] = seen.get(html.unescape(text), 0) + 1
+            for _n, _s, _r, text in message_lines(req.prompt_text):
+                seen[text] = seen.get(text, 0) + 1
         assert seen == {m["text"]: 1 for m in sent}  # every message went to the model exactly once
         assert any("<summaries>" in r.prompt_text for r in server.calls())  # folded, with the summaries so far
         assert store.runs(1)[0]["fallbacks"] == 0

@@ -425,7 +425,9 @@ def test_canned_daily_and_fold_answers_carry_facts_that_validate(fold):
     raw = json.loads(response.text)
     for item in raw["summaries"]:
         for fact in item["facts"]:
-            assert FactOut.model_validate(fact).model_dump() == fact  # valid as given, nothing coerced
+            assert fact["sources"] and all(n.isdigit() for n in fact["sources"])  # the numbers the prompt shows
+            # valid as given, nothing coerced but the numbers read as message handles
+            assert FactOut.model_validate(fact).model_dump() == fact | {"sources": [f"m{n}" for n in fact["sources"]]}
     answer = DailyOut.model_validate_json(response.text)
     facts = {s.speaker: [(f.text, f.category, f.confidence, f.global_safe, f.sources, f.key) for f in s.facts]
              for s in answer.summaries}
