@@ -30,7 +30,7 @@ PLANS = {
              "quota": [{"name": "time-scaled", "window_s": 2.0, "limit": 10, "latency": [1 / 30, 3 / 30], "windows": 3}],
              "read_rows": 10_000, "read_lookups": 2_000,
              "cost_slice": [5, 1]},
-    "small": {"ingest_reps": 2, "profile_lines": 10_000, "nightly_pg": False, "profile_slice": None,
+    "small": {"ingest_reps": 2, "profile_lines": 10_000, "nightly_pg": True, "profile_slice": None,
               "quota": [{"name": "time-scaled", "window_s": 2.0, "limit": 10, "latency": [1 / 30, 3 / 30], "windows": 4},
                         {"name": "window shrunk, latency not", "window_s": 4.0, "limit": 10, "latency": [1.0, 3.0],
                          "windows": 2}],

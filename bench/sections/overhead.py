@@ -22,7 +22,7 @@ def run(env: Env) -> dict:
             "us_per_call": round(1e6 * cold["wall_s"] / max(cold["summarizer_calls"], 1)),
             "unchanged_wall_s": r["unchanged"]["wall_s"], "steady_wall_s": r["steady"]["wall_s"],
             "steady_phases": r["steady"]["phases"], "steady_peak_rss_mb": r["steady"]["peak_rss_mb"],
-            "met": cold["wall_s"] < WALL_TARGET_S and cold["peak_rss_mb"] < PEAK_TARGET_MB,
+            "met": _met(cold),
         }
         if "cold_cheap" in r:
             cheap = r["cold_cheap"]
@@ -34,9 +34,19 @@ def run(env: Env) -> dict:
     return res
 
 
+def _met(d: dict) -> bool:
+    return d["wall_s"] < WALL_TARGET_S and d["peak_rss_mb"] < PEAK_TARGET_MB
+
+
 def targets(res: dict) -> list[tuple[str, str, bool | None]]:
-    return [(f"{db}: < {WALL_TARGET_S:.0f} s and < {PEAK_TARGET_MB / 1024:.0f} GB",
-             f"{d['wall_s']:.1f} s, {d['peak_rss_mb']:,.0f} MB", d["met"]) for db, d in res["databases"].items()]
+    out = []
+    for db, d in res["databases"].items():
+        target = f"< {WALL_TARGET_S:.0f} s and < {PEAK_TARGET_MB / 1024:.0f} GB"
+        out.append((f"{db}: {target}", f"{d['wall_s']:.1f} s, {d['peak_rss_mb']:,.0f} MB", d["met"]))
+        if "cheap" in d:
+            c = d["cheap"]
+            out.append((f"{db}, writes batched: {target}", f"{c['wall_s']:.1f} s, {c['peak_rss_mb']:,.0f} MB", _met(c)))
+    return out
 
 
 def _phases(p: dict) -> str:
@@ -67,7 +77,9 @@ def render(res: dict) -> list[str]:
                 "to the next stage's first call). The instant summarizer stands in for a model, so the pipeline "
                 "writes each finished item at once, as it does after a model call; the \"writes batched\" row "
                 "declares it `cheap`, as the extractive summarizer is, which lets the pipeline batch writes "
-                "(SQLite only: on PostgreSQL every item is written at once for the claims)."]
+                "(on both databases: runs with a cheap summarizer take turns, so no claim needs an item written "
+                "at once). On PostgreSQL the per-item run also claims each item (an advisory lock) and reads it "
+                "again under the claim, as runs that share a model's work do."]
     if res.get("pg_note"):
         out += ["", res["pg_note"]]
     return out
