@@ -221,13 +221,13 @@ def test_template_hash_changes_when_the_template_changes(tmp_path):
     assert before == {op: template_hash(op) for op in OPERATIONS}  # same text, same hash
 
     path = copy / template_name("daily")
-    path.write_text(path.read_text(encoding="utf-8").replace("Summarise one day", "Condense one day"),
+    path.write_text(path.read_text(encoding="utf-8").replace("Summarise each speaker", "Condense each speaker"),
                     encoding="utf-8")
     after = {op: template_hash(op, copy) for op in OPERATIONS}
     assert after["daily"] != before["daily"]
     assert {op: h for op, h in after.items() if op != "daily"} == {
         op: h for op, h in before.items() if op != "daily"}  # only the edited one changes
-    assert "Condense one day" in render_daily([ChatLine(10, 1, "Ana", "hi", TS)], directory=copy)
+    assert "Condense each speaker" in render_daily([ChatLine(10, 1, "Ana", "hi", TS)], directory=copy)
 
 
 def test_template_hash_sees_whitespace_edits(tmp_path):
