@@ -9,7 +9,6 @@ InputError names the file (or "python") and the line or message id.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import json
 import os
 from dataclasses import dataclass

@@ -15,7 +15,7 @@ importer refuses such a copy first; the upserts would leave the stored message a
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Callable, Iterable, Protocol, Sequence
+from typing import Any, Callable, Iterable, Protocol
 
 import msgspec
 import sqlalchemy as sa
