@@ -330,7 +330,15 @@ def test_max_requests_in_window_is_a_sliding_window():
 
 
 def test_concurrent_requests_are_served_in_parallel():
-    with FakeGemini(latency=0.2) as server:
+    # Every answer waits until all eight requests are inside the server at once: a server that
+    # handled them one at a time would break the barrier (its timeout) instead of answering.
+    inside = threading.Barrier(8, timeout=10)
+
+    def answer_when_all_arrived(request):
+        inside.wait()
+        return "ok"
+
+    with FakeGemini(answer_when_all_arrived) as server:
         async def main():
             client = make_client(server)
             try:
@@ -340,11 +348,9 @@ def test_concurrent_requests_are_served_in_parallel():
                 await client.aio.aclose()
                 client.close()
 
-        started = time.monotonic()
         responses = asyncio.run(main())
-        elapsed = time.monotonic() - started
-    assert len(responses) == 8 and elapsed < 1.0  # 8 x 0.2 s sequentially would be 1.6 s
-    assert server.max_requests_in_window(0.2) == 8
+    assert [r.text for r in responses] == ["ok"] * 8
+    assert not server.errors and not inside.broken
 
 
 def test_unknown_routes_are_404_client_errors(gemini):
