@@ -128,7 +128,7 @@ async def _execute(store, settings, kind, first, last, clock_at, summarizer=None
             "contexts_written": ctx.stats.contexts_written,
             # the units a run's statements are counted per: partition-days, historical rows, contexts
             "items": ctx.stats.partition_days + ctx.stats.historical_computed + ctx.stats.historical_reused
-            + ctx.stats.contexts_written}
+            + ctx.stats.historical_rendered + ctx.stats.contexts_written}
 
 
 def _timed(store, settings, kind, first, last, clock_at, cheap=False) -> dict:
