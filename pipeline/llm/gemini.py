@@ -7,6 +7,11 @@
 - Gemma models (`gemma-*`): the API rejects system instructions and JSON mode, so the
   instructions go in the user turn and the JSON is asked for in the prompt (the summarizer
   strips fences, validates and re-asks once).
+- Thinking: Gemini 2.5+ models think by default; thinking tokens are billed as output and count
+  against `max_output_tokens`, so a long day's answer can be cut short by the model's own thoughts.
+  Summarising needs none: `gemini.thinking_budget` (default 0; -1 lets the model decide) is sent to models that think
+  (`thinking_config`), never to Gemma or Gemini 1.x/2.0 (which reject it); a Pro model cannot turn
+  thinking off and gets at least its minimum (128).
 - The client's own retries stay off (no `retry_options`): retries, backoff and fallback are
   ours (`LLMSummarizer.ask` in pipeline/summarize/llm.py), so that a 429 storm is bounded by one
   budget, not two.
@@ -34,6 +39,21 @@ _BLOCKING = {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", 
 
 def is_gemma(model: str) -> bool:
     return model.split("/")[-1].lower().startswith("gemma-")
+
+
+_NO_THINKING = re.compile(r"^(?:gemma-|gemini-(?:1\.|2\.0))")
+PRO_MIN_THINKING = 128  # Gemini 2.5 Pro's smallest thinking budget (it cannot be turned off)
+
+
+def thinking_config(model: str, budget: int | None) -> types.ThinkingConfig | None:
+    """What to send for `gemini.thinking_budget` (-1: the model decides, the API's own value;
+    None: send nothing)."""
+    name = model.split("/")[-1].lower()
+    if budget is None or _NO_THINKING.match(name):
+        return None
+    if "-pro" in name and budget >= 0:
+        budget = max(budget, PRO_MIN_THINKING)
+    return types.ThinkingConfig(thinking_budget=budget)
 
 
 # Schema keys that only document or repeat what pydantic checks on the answer.
@@ -71,12 +91,13 @@ def retry_delay_of(exc: genai_errors.APIError) -> float | None:
 
 class GeminiClient:
     def __init__(self, api_key: str, *, base_url: str | None = None, api_version: str | None = None,
-                 timeout_s: float = 60.0):
+                 timeout_s: float = 60.0, thinking_budget: int | None = None):
         options = types.HttpOptions(timeout=int(timeout_s * 1000), base_url=base_url or None,
                                     api_version=api_version or None)
         register_secret(api_key)  # redacted from every error, log line and stored reason from now on
         self._client = genai.Client(api_key=api_key, http_options=options)
         self.timeout_s = timeout_s
+        self.thinking_budget = thinking_budget
 
     def __repr__(self) -> str:  # never show the key
         return "GeminiClient(api_key=***)"
@@ -92,6 +113,7 @@ class GeminiClient:
             system_instruction=None if gemma else system,
             response_mime_type=None if gemma or json_schema is None else "application/json",
             response_schema=None if gemma or json_schema is None else response_schema(json_schema),
+            thinking_config=thinking_config(model, self.thinking_budget),
         )
         try:
             # Our own deadline too: a server that accepts the connection and then stalls must

@@ -21,7 +21,7 @@ def make_summarizer(settings, *, environ=None) -> Summarizer:
             f"summarizer = \"gemini\" needs an API key in the environment variable "
             f"{settings.gemini.api_key_env} (or use summarizer = \"extractive\", which works offline)")
     client = GeminiClient(key, base_url=settings.gemini.base_url, api_version=settings.gemini.api_version,
-                          timeout_s=settings.gemini.timeout_s)
+                          timeout_s=settings.gemini.timeout_s, thinking_budget=settings.gemini.thinking_budget)
     return LLMSummarizer(settings, client)
 
 
