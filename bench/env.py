@@ -26,17 +26,17 @@ _T0 = time.monotonic()
 # What each size runs: repetitions, database sizes, windows. The small size must stay CI-sized
 # (well under a minute); the large size is run once and committed.
 PLANS = {
-    "tiny": {"ingest_reps": 1, "profile_lines": 5_000, "nightly_pg": False, "profile_slice": None,
+    "tiny": {"ingest_reps": 1, "profile_lines": 5_000, "nightly_pg": False, "profile_slice": None, "nightly_profile": False,
              "quota": [{"name": "time-scaled", "window_s": 2.0, "limit": 10, "latency": [1 / 30, 3 / 30], "windows": 3}],
              "read_rows": 10_000, "read_lookups": 2_000,
              "cost_slice": [5, 1]},
-    "small": {"ingest_reps": 2, "profile_lines": 10_000, "nightly_pg": True, "profile_slice": None,
+    "small": {"ingest_reps": 2, "profile_lines": 10_000, "nightly_pg": True, "profile_slice": None, "nightly_profile": False,
               "quota": [{"name": "time-scaled", "window_s": 2.0, "limit": 10, "latency": [1 / 30, 3 / 30], "windows": 4},
                         {"name": "window shrunk, latency not", "window_s": 4.0, "limit": 10, "latency": [1.0, 3.0],
                          "windows": 2}],
               "read_rows": 100_000, "read_lookups": 5_000,
               "cost_slice": [10, 5]},
-    "large": {"ingest_reps": 1, "profile_lines": 100_000, "nightly_pg": True, "profile_slice": [20, 1],
+    "large": {"ingest_reps": 1, "profile_lines": 100_000, "nightly_pg": True, "profile_slice": [20, 1], "nightly_profile": True,
               "quota": [{"name": "real scale", "window_s": 60.0, "limit": 10, "latency": [1.0, 3.0], "windows": 8},
                         {"name": "time-scaled", "window_s": 4.0, "limit": 10, "latency": [1 / 15, 3 / 15], "windows": 10},
                         {"name": "window shrunk, latency not", "window_s": 4.0, "limit": 10, "latency": [1.0, 3.0],
