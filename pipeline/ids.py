@@ -25,10 +25,10 @@ def parse_id(value: Any, what: str = "id") -> int:
         # ASCII digits only: str.isdigit() alone also accepts "²" and "١٢", int() also " 1", "+1", "1_0"
         if not (value.isascii() and value.isdigit()):
             raise IdError(f"{what} not an integer: {_shown(value)}")
-        if len(value) <= 18:  # the common case: below 2**63 whatever the digits
-            return int(value)
         # more digits than 2**63-1 has: too large, without converting (int() refuses > 4300 digits)
-        number = int(value) if len(value.lstrip("0")) <= 19 else MAX_ID + 1
+        number = int(value) if len(value) <= 19 or len(value.lstrip("0")) <= 19 else MAX_ID + 1
+        if number <= MAX_ID:  # the common case (a snowflake has 19 digits); digits are never negative
+            return number
     elif type(value) is int:
         number = value
     elif isinstance(value, (bool, float)):
