@@ -33,8 +33,8 @@ from .store import Store
 
 MAX_SEARCH_LIMIT = 100
 RELATED_POOL = 4  # get_context asks for this many times [search] context_hits, then drops what it holds
-# Threads of the async twins. Each keeps its own read connection (store/read.py), so this stays
-# well under a PostgreSQL pool's size (pool_size + pool_max_overflow, 5 + 10 by default).
+# Threads of the async twins. Each keeps a read connection of its own, outside the pool
+# (store/read.py), so a PostgreSQL server sees up to this many more connections than the pool's.
 ASYNC_READ_THREADS = 4
 
 _settings: Settings | None = None
@@ -55,7 +55,9 @@ class Context(NamedTuple):
     hits: tuple[Hit, ...] = ()  # the search hits appended to `text` (get_context with a query)
 
 
+# bound once: the hot path below looks each up as one global, not module.class.method
 _new_tuple = tuple.__new__
+_day_from_text, _time_from_text = dt.date.fromisoformat, dt.datetime.fromisoformat
 # The usual scope: a kind, ":", an id in ASCII digits without a leading zero. Every scope it
 # accepts (once the id is at most 2**63-1) parse_scope accepts (tests/unit/test_read_scope.py);
 # anything else goes to parse_scope, the rule, which raises or accepts.
@@ -151,9 +153,9 @@ def get_context(scope: str, user_id: int, *, query: str | None = None, budget_to
         return None
     text, as_of, made, degraded = row
     if isinstance(as_of, str):  # SQLite stores days and times as text
-        as_of = dt.date.fromisoformat(as_of)
+        as_of = _day_from_text(as_of)
     if isinstance(made, str):
-        made = dt.datetime.fromisoformat(made)
+        made = _time_from_text(made)
     # what Context(...) makes, without the Python-level __new__ of a named tuple (a hot path)
     return _new_tuple(Context, (scope, user_id, text, as_of, made, True if degraded else False, ()))
 
