@@ -17,6 +17,7 @@ listed in REASONS so every `facts_rejected_<reason>` counter is named here.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
@@ -34,6 +35,7 @@ _SPACE = re.compile(r"\s+")
 
 # ------------------------------------------------------------------ normalising a fact
 
+@functools.lru_cache(maxsize=8192)  # one pattern per name: re's own cache (512) overflows on a night's names
 def _leading_name(subject_name: str) -> re.Pattern | None:
     """The subject's name (whole, or its first word) at the start of a fact, as "Ana ",
     "Ana's " or "Ana: "; "Ana is …" keeps its verb."""
