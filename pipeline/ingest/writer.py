@@ -95,7 +95,9 @@ class Writer:
         # Names are learned per partition, from that partition's messages: a name seen only in a
         # restricted channel or a DM never labels anyone elsewhere (ARCHITECTURE.md, "names").
         # The message keeps the name it was posted under (author_name); an edit keeps it too.
-        name = _cut(msg.user_name.strip(), NAME_CHARS)
+        name = msg.user_name.strip()
+        if len(name) > NAME_CHARS:
+            name = _cut(name, NAME_CHARS)
         ts, user_id = msg.ts, msg.user_id
         key = (channel_id, msg.message_id)
         prev = self.messages.get(key)
@@ -119,7 +121,9 @@ class Writer:
             if member is None or ts >= member[1]:
                 self.members[(partition, user_id)] = (name, ts)
 
-        self._channel(msg, partition)
+        channel = self.channels.get(channel_id)
+        if channel is None or msg.is_group is not None or (msg.channel_name is not None and msg.channel_name != channel["name"]):
+            self._channel(msg, partition)
         self.report.written += 1
         if len(self.messages) >= self.batch_size:
             self.flush()
