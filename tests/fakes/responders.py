@@ -46,6 +46,21 @@ def speakers(prompt: str) -> list[tuple[str, str]]:
     return [(m.group(1), _value(m.group(2))) for m in map(_SPEAKER.match, _lines(prompt, "speakers")) if m]
 
 
+def summary_lines(prompt: str) -> list[tuple[str, str]]:
+    """(handle, running summary) of every line of a fold prompt's <summaries>."""
+    return [(m.group(1), _value(m.group(2))) for m in map(_SPEAKER.match, _lines(prompt, "summaries")) if m]
+
+
+def _folded(previous: str | None, new: str, limit: int = 280) -> str:
+    """What a model's fold keeps: the new messages' gist, and as much of the running summary
+    before it as the length target leaves (a fold adds to the day; it does not restart it)."""
+    new = new[:limit // 2] if previous else new[:limit]
+    if not previous:
+        return new
+    room = limit - len(new) - 3
+    return (previous[:room] + " / " + new) if room > 0 else new
+
+
 def message_lines(prompt: str) -> list[tuple[str, str, str | None, str]]:
     """(number, speaker handle, reply: a handle or a quoted name or None, text) of every message of
     a daily or fold prompt, in order."""
@@ -113,7 +128,8 @@ def canned_answer(request) -> str:
         said: dict[str, list[tuple[str, str]]] = {}
         for number, speaker, _reply, text in message_lines(prompt):
             said.setdefault(speaker, []).append((number, text))  # a model cites the numbers it was shown
-        out = [{"speaker": h, "summary": f"{name} said: " + " / ".join(t for _m, t in said.get(h, [])[:3])[:280],
+        running = dict(summary_lines(prompt))  # a fold's summaries so far
+        out = [{"speaker": h, "summary": _folded(running.get(h), f"{name} said: " + " / ".join(t for _m, t in said.get(h, [])[:3])),
                 "facts": _facts(said.get(h, []))}
                for h, name in speakers(prompt)]
         return json.dumps({"summaries": out})
