@@ -32,6 +32,16 @@ _MESSAGE_TIMES = tuple(i for i, c in enumerate(chat_history.columns)
                        if isinstance(getattr(c.type, "impl", c.type), sa.DateTime))
 
 
+def _subclass_text(value):
+    """msgspec encodes `datetime` itself, not its subclasses (freezegun's, pendulum's): as text."""
+    if isinstance(value, (dt.datetime, dt.date)):
+        return value.isoformat()
+    raise NotImplementedError(f"cannot encode {type(value).__name__} as JSON")
+
+
+_JSON = msgspec.json.Encoder(enc_hook=_subclass_text)
+
+
 class IngestStorage(Protocol):
     """What the importer uses (pipeline/ingest/writer.py)."""
 
@@ -63,7 +73,7 @@ class IngestStore:
     def write_members(self, conn: Connection, rows: Iterable[dict[str, Any]]) -> None:
         rows = list(rows)
         if rows and conn.dialect.name == "postgresql":  # one statement, not one per row
-            conn.exec_driver_sql(query("pg_members_upsert"), {"members": msgspec.json.encode(rows).decode()})
+            conn.exec_driver_sql(query("pg_members_upsert"), {"members": _JSON.encode(rows).decode()})
         elif rows:
             stmt = insert_for(conn)(members)
             conn.execute(stmt.on_conflict_do_update(
@@ -134,7 +144,7 @@ def _pg_copy_messages(conn: Connection, records: list[tuple]) -> None:
 def _stored(conn: Connection, keys: list[tuple[int, int]]):
     """(channel id, message id, user id, ts, reply to) of the stored messages among `keys`: one
     statement, the keys sent as one JSON text (both databases read it)."""
-    keys_json = msgspec.json.encode(keys).decode()
+    keys_json = _JSON.encode(keys).decode()
     if conn.dialect.name == "postgresql":
         return conn.exec_driver_sql(query("pg_stored_messages"), {"keys": keys_json})
     return conn.exec_driver_sql(query("sqlite_stored_messages"), (keys_json,))
