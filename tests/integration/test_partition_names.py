@@ -73,9 +73,13 @@ def test_historical_and_merge_requests_and_contexts_use_the_scopes_own_names(sto
     rows = dataset()
     ingest_messages(store, rows + [r | {"message_id": r["message_id"] + 50, "ts": r["ts"].replace("11-02", "11-03")}
                                    for r in rows], settings)
-    recorder = RecordingSummarizer(ExtractiveSummarizer(settings.summary.model_copy(
-        update={"daily_chars": 40, "historical_chars": 40, "context_chars": 60})))
+    # budgets so short that every past week and context exceeds them: the summarizer is asked
+    # (a text that fits is rendered by the stage without it, pipeline/stages/recent.py)
+    settings = settings.model_copy(update={"summary": settings.summary.model_copy(
+        update={"daily_chars": 40, "historical_chars": 10, "context_chars": 20})})
+    recorder = RecordingSummarizer(ExtractiveSummarizer(settings.summary))
     replay(store, settings, "2026-11-02", "2026-11-03", now=NOW, summarizer=recorder)
+    assert {c[0] for c in recorder.calls} >= {"historical", "merge"}
     asked = {name for op, name in ((c[0], c[1]) for c in recorder.calls) if op in ("historical", "merge")}
     assert asked and asked <= set(NAMES.values()) | {"this member"}
     # every stored row shows only names its own audience saw
