@@ -141,7 +141,10 @@ def _scenario(store, settings, later) -> list[tuple]:
 def test_replay_in_memory_writes_contexts_and_a_second_replay_computes_nothing(memory, settings):
     ctx, result = replay(memory, settings, "2026-11-01", "2026-11-04")
     assert result.status == "ok" and ctx.sharing == "turns"
-    assert {c[0] for c in ctx.summarizer.calls} == {"daily", "historical", "merge"}
+    # the sample's past weeks fit the room a context leaves them: rendered, no summarizer call
+    # (pipeline/stages/recent.py); the contexts that exceed context_chars are merged by it
+    assert {c[0] for c in ctx.summarizer.calls} == {"daily", "merge"}
+    assert result.stats.historical_rendered > 0 and memory.historicals([D("2026-11-04")])
     contexts = memory.contexts()
     assert contexts and {c["as_of_day"] for c in contexts} == {D("2026-11-04")}
     assert {c["scope"] for c in contexts} >= {f"guild:{G1}", "channel:1170000000000000020", "dm:1170000000000000500"}
@@ -242,7 +245,7 @@ def test_a_replay_reads_in_bulk_once_per_partition(memory, settings):
     batches = memory.called("write_batch")
     assert len(batches) < ctx.stats.daily_computed
     assert sum(len(b["dailies"]) for b in batches) == ctx.stats.daily_computed == 14
-    assert sum(len(b["historicals"]) for b in batches) == ctx.stats.historical_computed
+    assert sum(len(b["historicals"]) for b in batches) == ctx.stats.historical_computed + ctx.stats.historical_rendered
     assert sum(len(b["contexts"]) for b in batches) == ctx.stats.contexts_written
 
 
@@ -252,7 +255,8 @@ def test_a_non_cheap_summarizer_writes_each_item_on_its_own(memory, settings):
     memory.calls.clear()
     ctx, _ = replay(memory, settings, "2026-11-01", "2026-11-04", summarizer=summarizer)
     batches = memory.called("write_batch")
-    items = ctx.stats.daily_computed + ctx.stats.historical_computed + ctx.stats.contexts_written
+    items = ctx.stats.daily_computed + ctx.stats.historical_computed + ctx.stats.historical_rendered \
+        + ctx.stats.contexts_written
     assert len(batches) == items
     assert all(sum(len(b[k]) for k in ("dailies", "historicals", "contexts", "touches")) == 1 for b in batches)
 
