@@ -5,7 +5,9 @@ the recent part: today and the past week, rendered without a model when they fit
 `[summary] context_chars` (pipeline/stages/recent.py), else the summarizer's merge of them; or,
 when the user was silent all week, "Last active: <date>". The recent part is kept with its hash,
 so a changed profile re-renders the context without a model call; a same-day hourly refresh keeps
-a merged recent part whose inputs changed only immaterially (`recent.keeps_stored`). Every
+a merged recent part whose inputs changed only immaterially (`recent.keeps_stored`), and on a
+material change renders today with the past week cut to fit (`recent.render_recent_within`): the
+model merges at most once per context and day 1 in hourly refreshes, the first time. Every
 (scope, user) with durable memory has a context as of the current day 1; one left with no input
 at all is removed (never a stale "Today" from months ago).
 
@@ -30,7 +32,7 @@ from ..store import StageStorage
 from ..store.derived import CONTEXT_STATE
 from .context import RunContext
 from .historical import BUILT_FROM_DEGRADED
-from .recent import RENDER, keeps_stored, render_recent, word_marks
+from .recent import RENDER, RENDER_CUT, keeps_stored, render_recent, render_recent_within, word_marks
 from .refresh import Item, ItemStatus, next_attempts, refresh_item
 
 Day1For = Callable[[int | None], dt.date]  # guild id (None for DMs) -> that guild's day 1
@@ -151,6 +153,7 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
 
     async def compute(existing: dict | None) -> None:
         recent, recent_hash, degraded_reason, own_reason, attempts = "", recent_key, None, None, None
+        row_key = key
         reusable = existing is not None and not ctx.force and not ctx.retry_degraded(existing)
         if renders and recent_key:
             recent = rendered
@@ -167,6 +170,17 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
                 attempts, made_from["day1_words"] = row["attempts"], row["inputs"].get("day1_words")
                 ctx.stats.merges_kept += 1
                 ctx.stats.cache_hits += 1
+            elif row is not None and row["as_of_day"] == as_of:
+                # a same-day refresh after this day 1's merge, with a material change: today's
+                # texts with the past week cut to fit, no call; the next run of another kind
+                # (rollover, run, replay) merges with the model (its key differs from this row's)
+                recent = render_recent_within([r["summary"] for r in day1_rows], [r["summary"] for r in hist_rows],
+                                              ctx.settings.summary.context_chars)
+                recent_hash = input_hash("recent", name, RENDER_CUT, day1, historical, forgotten.key())
+                row_key = input_hash("merge", str(scope), user_id, name, pkey, recent_hash, last_active,
+                                     forgotten.key())
+                made_from["day1_words"] = word_marks(day1)
+                ctx.stats.contexts_rendered += 1
             else:
                 outcome = await ctx.summarizer.merge(name, day1, historical)
                 ctx.stats.record(outcome)
@@ -181,7 +195,7 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
         ctx.writer.context({
             "scope": str(scope), "user_id": user_id,
             "context": forgotten.scrub("\n\n".join(p for p in parts if p), user_id, name),
-            "as_of_day": as_of, "made_at": ctx.now(), "input_hash": key, "inputs": made_from,
+            "as_of_day": as_of, "made_at": ctx.now(), "input_hash": row_key, "inputs": made_from,
             "degraded": degraded_reason is not None, "degraded_reason": degraded_reason,
             "attempts": attempts if attempts is not None else next_attempts(existing, own_reason),
             "recent": recent or None, "recent_hash": recent_hash,

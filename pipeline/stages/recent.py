@@ -24,9 +24,10 @@ import hashlib
 import re
 from typing import Iterable, Mapping
 
-from ..summarize.text import content_tokens
+from ..summarize.text import content_tokens, shorten
 
 RENDER = "render-1"  # in the input hash of a rendered historical row or recent part
+RENDER_CUT = "render-cut-1"  # a same-day refresh's render cut to fit (never taken for a model's merge)
 # A same-day refresh re-merges once this share of today's distinct content words is new since the
 # stored recent part was made (a quarter: a day summary of ~300 characters has 25-40 such words,
 # so about one new sentence's worth).
@@ -62,6 +63,36 @@ def render_recent(day1: Iterable[str], weeks: Iterable[str]) -> str:
     week = [_WEEK_LABEL.sub("", text.strip(), count=1) for text in weeks if text.strip()]
     parts = (["Today: " + "\n".join(today)] if today else []) + (["Past week: " + "\n".join(week)] if week else [])
     return "\n".join(parts)
+
+
+_SHORTEST_CUT = 24  # characters: a text cut shorter than this says nothing, it is left out
+
+
+def _common_cut(texts: list[str], fits) -> list[str]:
+    """`texts` with the longest cut (at a word, "…") to one common length, the largest for which
+    `fits(texts)` holds; all left out when that is under _SHORTEST_CUT."""
+    if fits(texts):
+        return texts
+    lo, hi = 0, max((len(t) for t in texts), default=0)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits([shorten(t, mid) for t in texts]):
+            lo = mid
+        else:
+            hi = mid - 1
+    return [shorten(t, lo) for t in texts] if lo >= _SHORTEST_CUT else []
+
+
+def render_recent_within(day1: list[str], weeks: list[str], limit: int) -> str:
+    """`render_recent` within `limit` characters without a model: the past week's texts are cut
+    first (to one common length, each at a word, newest lines first in a rendered week), then, if
+    today alone is too long, today's. What a same-day refresh shows between the model's merges."""
+    day1 = [_one_line(t) for t in day1 if t.strip()]
+    weeks = [w for w in weeks if w.strip()]
+    weeks = _common_cut(weeks, lambda ws: len(render_recent(day1, ws)) <= limit)
+    if len(render_recent(day1, weeks)) > limit:
+        day1 = _common_cut(day1, lambda ts: len(render_recent(ts, [])) <= limit)
+    return render_recent(day1, weeks)
 
 
 def word_marks(text: str) -> list[str]:

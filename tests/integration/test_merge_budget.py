@@ -1,5 +1,6 @@
 """A week and a context that fit their budgets are rendered without a model; only what exceeds
-them is sent to it; a same-day hourly refresh re-merges only on a material change
+them is sent to it; a same-day hourly refresh keeps the merge on an immaterial change and renders
+today with the past week cut to fit on a material one, never a second merge call that day
 (pipeline/stages/recent.py), through the real pipeline and the fake Gemini server."""
 
 from __future__ import annotations
@@ -146,9 +147,17 @@ def test_hourly_refresh_re_merges_only_on_a_material_change_and_the_rollover_alw
         # an unchanged refresh: nothing asked, nothing kept again
         ctx, merges = refresh(4, 10, [], WALL + " He thanked everyone.")
         assert merges == [] and ctx.stats.merges_kept == 0 and ctx.stats.summarizer_calls == 0
-        # Bo's day turns to something new (a material change): merged again
-        _ctx, merges = refresh(4, 11, _bo_long(4, 11, "harbour crane"), CRANE)
-        assert merges == [("merge", "Bo")]
+        # Bo's day turns to something new (a material change): today re-rendered with the past
+        # week cut to fit, no merge request (the model merged this day 1 once already)
+        ctx, merges = refresh(4, 11, _bo_long(4, 11, "harbour crane"), CRANE)
+        assert merges == [] and ctx.stats.contexts_rendered >= 1
+        cut = _context(store, BO)
+        assert cut["recent"].startswith("Today: ") and "harbour crane" in cut["recent"]
+        assert len(cut["recent"]) <= s.summary.context_chars and cut["recent_hash"] != first["recent_hash"]
+        # a run of another kind the same day merges with the model (the cut render is not its answer)
+        mark = len(server.calls())
+        _run(store, s, "run", dt.datetime(2026, 11, 4, 12, 30, tzinfo=UTC), dt.date(2026, 11, 4))
+        assert [r for r in _requests(server, mark) if r[0] == "merge"] == [("merge", "Bo")]
         assert "harbour crane" in _context(store, BO)["recent"]
         # the rollover of Nov 5 merges again, however small the change (here one new word of today's
         # text, and a past week whose canned answer reads the same)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import datetime as dt
 
 from pipeline.config import SummaryLengths
-from pipeline.stages.recent import (REMERGE_NOVEL_SHARE, keeps_stored, novel_share, render_recent, render_week,
-                                    week_room, word_marks)
+from pipeline.stages.recent import (REMERGE_NOVEL_SHARE, keeps_stored, novel_share, render_recent,
+                                    render_recent_within, render_week, week_room, word_marks)
 
 D1 = dt.date(2026, 11, 4)
 TODAY = "Ana said: the west wall rose another course; stones were cut, hauled and set in fresh mortar."
@@ -73,3 +73,18 @@ def test_what_is_not_small_growth_by_a_fold_re_merges():
 def test_without_stored_marks_the_stored_text_is_the_basis():
     stored = _stored(day1_words=None) | {"recent": "Today: " + TODAY}
     assert _keeps(stored) and not _keeps(stored, day1="Ana said: the harbour crane arrived by barge.")
+
+
+def test_a_cut_render_fits_cuts_the_past_week_first_and_leaves_out_what_says_nothing():
+    today = ["Bo said: built the west wall and talked about harbour cranes all afternoon."]
+    weeks = ["Past week: 2026-11-02: Bo: " + "stone " * 60, "Past week: 2026-11-01: Bo in the channel: " + "crane " * 50]
+    whole = render_recent(today, weeks)
+    assert render_recent_within(today, weeks, len(whole)) == whole  # fits: unchanged
+    for limit in (400, 250, 160):
+        cut = render_recent_within(today, weeks, limit)
+        assert len(cut) <= limit and cut.startswith("Today: " + today[0])  # today whole
+        assert "Past week: 2026-11-02: Bo:" in cut and "…" in cut  # each week cut at a word, labelled
+    # no room for a useful piece of the week: today alone; then today cut at a word
+    assert render_recent_within(today, weeks, len("Today: ") + len(today[0]) + 20) == "Today: " + today[0]
+    short = render_recent_within(today, weeks, 50)
+    assert len(short) <= 50 and short.startswith("Today: Bo said:") and short.endswith("…")
