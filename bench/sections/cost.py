@@ -237,6 +237,11 @@ def targets(res: dict) -> list[tuple[str, str, bool | None]]:
              res[part]["met"]) for part, label in (("replay", "replay"), ("live", "live day, hourly refreshes"))]
 
 
+def _optional(value) -> str:
+    """A per-chat-token figure, or "–" in results written before it was measured."""
+    return "–" if value is None else f"{value:.2f}"
+
+
 def render(res: dict) -> list[str]:
     c = res["counts"]
     n_days = "1–6"
@@ -266,7 +271,7 @@ def render(res: dict) -> list[str]:
         out.append(f"| {label} | {r['runs']} | {r['llm_calls']:,} | {r['prompt_tokens_with_system']:,} | "
                    f"{r['output_tokens']:,} | {r['price_usd']:.2f} | {r['active_users']:,} | {r['prompt_per_user']:,} | "
                    f"{r['price_per_user_usd']:.4f} | **{r['prompt_per_chat_token']:.2f}** | "
-                   f"{r['wire_per_chat_token']:.2f} | {verdict} |")
+                   f"{_optional(r.get('wire_per_chat_token'))} | {verdict} |")
     out += ["", "Prompt tokens by operation (requests · prompt tokens · per chat token · request bytes / 4 per chat "
             "token: the whole body on the wire, response schema and JSON framing included). \"earlier days\": daily, "
             "reduce or fold requests about days 1–6 made after day 7's messages arrived (a partition-day whose input "
@@ -275,7 +280,7 @@ def render(res: dict) -> list[str]:
     for part, label in rows:
         ops = res[part]["by_operation"]
         cells = [f"{ops[o]['requests']:,} · {ops[o]['prompt_tokens']:,} · {ops[o]['per_chat_token']:.2f} · "
-                 f"{ops[o]['wire_per_chat_token']:.2f}" if o in ops else "–" for o in OPS]
+                 f"{_optional(ops[o].get('wire_per_chat_token'))}" if o in ops else "–" for o in OPS]
         out.append(f"| {label.split(':')[0].split(',')[0]} | " + " | ".join(cells) + " |")
     live, night = res["live"], res["nightly"]
 
@@ -285,11 +290,13 @@ def render(res: dict) -> list[str]:
     def wire(r, ops):
         return part(r, ops, "wire_per_chat_token")
 
+    wire_note = "" if "wire_per_chat_token" not in night else (  # results from before bytes were counted
+        f" ({wire(night, ('daily', 'reduce')):.2f} and {wire(live, ('daily', 'fold', 'reduce')):.2f} counting "
+        f"request bytes / 4: the response schema and the JSON around the prompt travel with every request too)")
+
     out += ["", f"**What bounds it.** Reading the chat itself (daily, fold and reduce requests about day 7) costs "
             f"{part(night, ('daily', 'reduce')):.2f} prompt tokens per chat token in the nightly run and "
-            f"{part(live, ('daily', 'fold', 'reduce')):.2f} in the live day ({wire(night, ('daily', 'reduce')):.2f} and "
-            f"{wire(live, ('daily', 'fold', 'reduce')):.2f} counting request bytes / 4: the response schema and the "
-            f"JSON around the prompt travel with every request too): the prompt's fixed part (instructions, the "
+            f"{part(live, ('daily', 'fold', 'reduce')):.2f} in the live day{wire_note}: the prompt's fixed part (instructions, the "
             f"system text, the speaker list, repeated in every request and every chunk) weighs on short chat "
             f"messages (median 40 characters) — most in the hourly folds, which read a handful of new messages "
             f"each —, and each message line adds its number and speaker (`12 p3: `). The rest is per user, not per message: every "
@@ -298,9 +305,10 @@ def render(res: dict) -> list[str]:
             f"two inputs a merge that reads their day-1 and historical summaries ({part(night, ('merge',)):.2f}); "
             f"the median active user wrote {c['median_messages_per_user_day']} message(s) on day 7 "
             f"({c['median_messages_per_user_before']} in days {n_days}), far less than those summaries. In the live "
-            f"day a context is merged again after every hour in which its user's day summary changed "
+            f"day a context that needs the model is merged at most once per day 1 (later hourly refreshes keep "
+            f"it or render today with the past week cut to fit: pipeline/stages/recent.py) "
             f"({part(live, ('merge',)):.2f}), and each hourly fold reads the running summaries of the people who "
-            f"wrote that hour. "
+            f"wrote that hour, so a user who writes in many hours is folded once per such hour. "
             + (f"\"Earlier days\" ({part(live, ('earlier days',)):.2f} live, {part(night, ('earlier days',)):.2f} at "
                f"night): the importer learns display names only from authors, so a member's first message in a "
                f"guild changes every stored partition-day that mentioned them (\"@someone\" becomes \"@Name\"), "
