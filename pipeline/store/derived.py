@@ -81,7 +81,15 @@ def _upsert_statement(dialect: str, insert, table, keys: tuple[str, ...], column
 
 def _delete_keyed(conn, table, keys: tuple[str, ...], values: Iterable[tuple]) -> None:
     """DELETE the rows whose `keys` are among `values`: one statement per chunk of keys, not one
-    per key (the search-index triggers still fire per deleted row)."""
+    per key (the search-index triggers still fire per deleted row). SQLite (3.40) scans the whole
+    table for a row-value IN of more than one value, so there it is one prepared statement run
+    for each key (executemany), which searches the primary key."""
+    if conn.dialect.name == "sqlite":
+        values = [dict(zip(keys, v)) for v in values]
+        if values:
+            conn.execute(sa.delete(table).where(*(table.c[k] == sa.bindparam(k, type_=table.c[k].type)
+                                                  for k in keys)), values)
+        return
     columns = sa.tuple_(*(table.c[k] for k in keys))
     for chunk in chunks(values):
         conn.execute(sa.delete(table).where(columns.in_(chunk)))
