@@ -328,8 +328,8 @@ class DerivedStore:
                     return total
                 if len(keys) == 1:
                     conn.execute(sa.delete(table).where(keys[0].in_([r[0] for r in batch])))
-                else:
-                    conn.execute(sa.delete(table).where(sa.tuple_(*keys).in_([tuple(r) for r in batch])))
+                else:  # by key set (one prepared statement per key on SQLite: see _delete_keyed)
+                    _delete_keyed(conn, table, tuple(RETENTION_KEYS[table_name]), [tuple(r) for r in batch])
                 total += len(batch)
             if len(batch) < batch_size:
                 return total
