@@ -210,6 +210,30 @@ def test_the_migration_indexes_what_was_already_stored(store, settings, with_dat
     assert bool(items) == with_data
 
 
+def test_a_fact_said_again_moves_its_item_in_place_and_a_changed_text_is_reindexed(store, settings):
+    # migration 0009: re-extraction touches last_seen/confidence of every restated fact; the item
+    # keeps its row (and its full-text entry) and takes the new day and confidence
+    run_sample(store, settings)
+    ctx = make_context(store, settings)
+    asyncio.run(remember(ctx, f"guild:{G}", ANA, "Ana keeps three beehives."))
+    with store.engine.connect() as conn:
+        fid, item = conn.execute(sa.select(memory_items.c.fact_id, memory_items.c.id)
+                                 .where(memory_items.c.body.like("%beehives%"))).one()
+    with store.engine.begin() as conn:
+        conn.execute(sa.update(memory_facts).where(memory_facts.c.id == fid)
+                     .values(last_seen=dt.date(2026, 11, 9), confidence=0.75, sources=["manual", "1:2"]))
+    assert_in_step(store)
+    with store.engine.connect() as conn:
+        row = conn.execute(sa.select(memory_items).where(memory_items.c.fact_id == fid)).mappings().one()
+    assert row["id"] == item and str(row["day"]) == "2026-11-09" and row["confidence"] == 0.75
+    assert found(store, "beehives")
+    # a new text is a new entry: the old word is gone from search, the new one found
+    with store.engine.begin() as conn:
+        conn.execute(sa.update(memory_facts).where(memory_facts.c.id == fid).values(text="Keeps two goats"))
+    assert_in_step(store)
+    assert not found(store, "beehives") and found(store, "goats")
+
+
 def said_by_ana(store, settings, text: str, n: int = 1) -> tuple[int, int]:
     key = (1170000000000000001, 1190000000000099100 + n)
     ingest_messages(store, [{"message_id": key[1], "channel_id": key[0], "guild_id": G, "visibility": "public",

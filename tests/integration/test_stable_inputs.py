@@ -137,7 +137,7 @@ def test_0008_gives_stored_messages_their_authors_current_name(db_url):
             conn.execute(sa.text("INSERT INTO members (partition, user_id, display_name, seen_at) VALUES "
                                  "(:p, :u, 'Ana', :ts), ('guild:1', :b, 'Bo Elsewhere', :ts)"),
                          {"p": P, "u": ANA, "b": BO, "ts": _ts(store, 9)})
-        assert [m.version for m in upgrade(store.engine)] == [8]
+        assert [m.version for m in upgrade(store.engine)][0] == 8  # then any later ones
         with store.engine.connect() as conn:
             names = conn.execute(sa.text("SELECT user_id, author_name FROM chat_history ORDER BY message_id")).all()
         assert [tuple(r) for r in names] == [(ANA, "Ana"), (BO, None)]  # never a name from another partition
