@@ -335,9 +335,10 @@ class LLMSummarizer:
             usage.fallbacks += 1
             return (await fallback_coro_factory()).value, usage, fallback_reason(exc)
 
+    # historical and merge are asked only for text that exceeds its budget: the stages decide
+    # that, for every summarizer alike (pipeline/stages/recent.py), so there is no check here.
+
     async def historical(self, name: str, dailies: list[tuple[dt.date, str]]) -> Outcome[str]:
-        if sum(len(t) + 4 for _d, t in dailies) + 40 <= self.lengths.historical_chars:
-            return await self.fallback.historical(name, dailies)
         days = [d for d, _t in dailies]
 
         def prompt_for(texts: list[str]) -> str:
@@ -350,8 +351,6 @@ class LLMSummarizer:
 
     async def merge(self, name: str, day1: str, historical: str) -> Outcome[str]:
         """Today, then the past week, within context_chars (the merge stage puts the profile first)."""
-        if len(day1) + len(historical) + 40 <= self.lengths.context_chars:
-            return await self.fallback.merge(name, day1, historical)
 
         def prompt_for(texts: list[str]) -> str:
             return render("merge", name=short_name(name), day1=texts[0], historical=texts[1],
