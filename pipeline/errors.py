@@ -14,7 +14,13 @@ class StoreError(MempipeError):
 
 
 class SchemaError(StoreError):
-    pass
+    """The database has no mempipe schema, or an older one: `mempipe db upgrade` fixes it."""
+
+
+class NoDatabaseError(StoreError):
+    """The database is not there: no SQLite file at the path (a relative one resolved against the
+    working directory), or no such PostgreSQL database. Nothing is created by the attempt; the
+    message names what was tried and how to point at the right one or create it."""
 
 
 class InputError(MempipeError):

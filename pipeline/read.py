@@ -87,10 +87,10 @@ def _store_for(url: str | None) -> Store:
         url = url or _settings.database_url
         if url not in _stores:
             # Store.open checks the schema: a database that is down raises StoreError, and
-            # nothing is kept, so the next call tries again. A reader never creates a database:
-            # a SQLite file that is not there is an error, not a new empty file.
-            _stores[url] = Store.open(url, pool_size=_settings.pool_size, max_overflow=_settings.pool_max_overflow,
-                                      must_exist=True)
+            # nothing is kept, so the next call tries again. It never creates a database: a
+            # SQLite file that is not there (a relative path is resolved against the working
+            # directory) raises NoDatabaseError naming the file, and no empty file is left.
+            _stores[url] = Store.open(url, pool_size=_settings.pool_size, max_overflow=_settings.pool_max_overflow)
         return _stores[url]
 
 
@@ -127,7 +127,8 @@ def get_context(scope: str, user_id: int, *, query: str | None = None, budget_to
                 settings: Settings | None = None) -> Context | None:
     """The context a bot should read before answering `user_id` in `scope`, or None when there is
     no memory for them there. Raises StoreError when the database fails (never returns None for
-    an outage), IdError for bad input: a malformed scope (ScopeError, an IdError) or a user id
+    an outage) — NoDatabaseError, naming what it tried, when it is not there (a read never creates
+    one) and SchemaError when it has no current mempipe schema — IdError for bad input: a malformed scope (ScopeError, an IdError) or a user id
     that is not a 64-bit id (a float, a bool, out of range), before the database is asked.
 
     query: the message being answered. The stored context then gets the best search hits (see
@@ -136,7 +137,9 @@ def get_context(scope: str, user_id: int, *, query: str | None = None, budget_to
     is never cut), in `Context.hits`. With no stored context, hits alone make one (as_of_day: the
     newest hit's day, made_at: now). SearchError for a query that is not text or a budget below 1.
 
-    database_url: default, the configured one (settings loaded once per process, see `reset`).
+    database_url: default, the configured one (settings loaded once per process, see `reset`); a
+    relative SQLite path, like the default `sqlite:///var/mempipe.db`, is relative to the working
+    directory of the first read.
     settings: whose [search] section a query uses (default: those loaded once per process)."""
     _check_scope(scope) if isinstance(scope, str) else parse_scope(scope)  # not a str: ScopeError, uncached
     if type(user_id) is not int or not 0 <= user_id <= MAX_ID:  # the usual id costs no call

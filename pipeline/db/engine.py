@@ -1,18 +1,29 @@
-"""Engine creation for SQLite (embedded default) and PostgreSQL (psycopg 3)."""
+"""Engine creation for SQLite (embedded default) and PostgreSQL (psycopg 3).
+
+A connection never creates a database: a SQLite file is opened only if it exists (`mode=rw`), so
+a read from the wrong working directory raises NoDatabaseError naming the file it tried instead
+of leaving an empty database behind. `create_database` (called by the migration runner, i.e.
+`mempipe db upgrade`) is the one place a SQLite file and its directory are made; a PostgreSQL
+database is made by its administrator (createdb), never by mempipe.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from urllib.parse import quote
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from ..errors import ConfigError
+from ..errors import ConfigError, NoDatabaseError
+from .location import absolute_url, missing_sqlite_file, sqlite_file
 
 
 def make_engine(url: str, *, pool_size: int = 5, max_overflow: int = 10) -> Engine:
     """An engine for the URL. pool_size / max_overflow size PostgreSQL's connection pool
-    (settings.pool_size / settings.pool_max_overflow); SQLite ignores them."""
+    (settings.pool_size / settings.pool_max_overflow); SQLite ignores them. A relative SQLite
+    path is made absolute against the working directory now."""
     try:
         parsed = sa.engine.make_url(url)
     except sa.exc.ArgumentError as exc:
@@ -21,9 +32,11 @@ def make_engine(url: str, *, pool_size: int = 5, max_overflow: int = 10) -> Engi
         ) from exc
     backend = parsed.get_backend_name()
     if backend == "sqlite":
-        if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = sa.create_engine(url, hide_parameters=True)  # errors and logs never show row values
+        cwd = os.getcwd()
+        engine = sa.create_engine(absolute_url(url, Path(cwd)), hide_parameters=True)  # errors and logs never show row values
+        path = sqlite_file(engine.url)
+        if path is not None:
+            _open_existing_only(engine, path, missing_sqlite_file(url, path, cwd))
 
         @sa.event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn, _record):  # pragma: no cover - trivial
@@ -45,3 +58,27 @@ def make_engine(url: str, *, pool_size: int = 5, max_overflow: int = 10) -> Engi
         return sa.create_engine(url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True,
                                 hide_parameters=True)
     raise ConfigError(f"unsupported database {backend!r}: mempipe runs on SQLite or PostgreSQL")
+
+
+def _open_existing_only(engine: Engine, path: str, missing: str) -> None:
+    uri = f"file:{quote(path)}?mode=rw"  # quote: '?', '#' and '%' would end or escape a URI's path
+
+    @sa.event.listens_for(engine, "do_connect")
+    def _existing_file(_dialect, _record, cargs, cparams):
+        # The check gives the message; mode=rw makes sure, even for a file deleted after it
+        # (SQLite's default mode would quietly make a new, empty one).
+        if not os.path.exists(path):
+            raise NoDatabaseError(missing)
+        cargs[0] = uri
+        cparams["uri"] = True
+
+
+def create_database(engine: Engine) -> bool:
+    """Make the SQLite file an engine names (and its directory) when it is not there: an empty
+    file is an empty SQLite database. True when it was made. Other databases: nothing (False)."""
+    path = sqlite_file(engine.url)
+    if path is None or os.path.exists(path):
+        return False
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).touch()
+    return True

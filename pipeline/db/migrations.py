@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,9 +17,13 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from ..errors import SchemaError, StoreError
+from ..errors import NoDatabaseError, SchemaError, StoreError
 from ..resources import sql_dir
+from .engine import create_database
+from .location import describe, missing_server_database
 from .queries import query
+
+log = logging.getLogger(__name__)
 
 MIGRATIONS_DIR = sql_dir() / "migrations"
 DIALECTS = ("sqlite", "postgresql")
@@ -95,24 +100,38 @@ def split_statements(sql: str) -> list[str]:
 
 
 def applied_versions(conn: Connection) -> dict[int, str]:
-    conn.execute(sa.text(query("schema_migrations_create")))
+    """{version: checksum} of the applied migrations; {} on a database without schema_migrations
+    (only `prepare` creates it: a read, a status or a schema check never writes)."""
+    if not sa.inspect(conn).has_table("schema_migrations"):
+        return {}
     rows = conn.execute(sa.text(query("schema_migrations_applied"))).all()
     return {int(v): c for v, c in rows}
 
 
+def prepare(engine: Engine) -> None:
+    """Create what the migrations are recorded in: the SQLite file (and its directory) when it is
+    not there, and schema_migrations. Only `upgrade` (`mempipe db upgrade`) calls this."""
+    if create_database(engine):
+        log.info("created the SQLite database %s", engine.url.database)
+    with engine.begin() as conn:
+        conn.execute(sa.text(query("schema_migrations_create")))
+
+
 def pending_migrations(engine: Engine) -> list[Migration]:
     migrations = discover(engine.dialect.name)
-    with engine.begin() as conn:
+    with engine.connect() as conn:
         done = applied_versions(conn)
     return [m for m in migrations if m.version not in done]
 
 
 def upgrade(engine: Engine) -> list[Migration]:
-    """Apply every pending migration, each in its own transaction. Returns what was applied."""
+    """Apply every pending migration, each in its own transaction. Returns what was applied.
+    The one writer that may create the database (a SQLite file; see `prepare`)."""
     applied: list[Migration] = []
     migrations = discover(engine.dialect.name)  # before touching the database: none found is an error
     try:
-        with engine.begin() as conn:
+        prepare(engine)
+        with engine.connect() as conn:
             done = applied_versions(conn)
         for mig in migrations:
             if mig.version in done:
@@ -132,13 +151,30 @@ def upgrade(engine: Engine) -> list[Migration]:
                 )
             applied.append(mig)
     except sa.exc.SQLAlchemyError as exc:
+        missing = missing_server_database(engine.url, str(getattr(exc, "orig", None) or exc))
+        if missing is not None:
+            raise NoDatabaseError(missing) from None
         raise StoreError(f"applying migrations failed: {exc.__class__.__name__}: {exc.orig if hasattr(exc, 'orig') else exc}") from exc
     return applied
 
 
 def require_current(engine: Engine) -> None:
-    """Refuse to work on a database whose schema is behind the code."""
-    pending = pending_migrations(engine)
+    """Refuse to work on a database whose schema is behind the code, or that has none. Reads only:
+    a database without schema_migrations is not given one here."""
+    where = describe(engine.url)
+    with engine.connect() as conn:
+        inspector = sa.inspect(conn)
+        if not inspector.has_table("schema_migrations"):
+            others = inspector.get_table_names()
+            if others:
+                raise SchemaError(f"the database {where} has tables but none of mempipe's (no schema_migrations): "
+                                  "check the database URL (--db / MEMPIPE_DATABASE_URL); to add mempipe's tables "
+                                  "to it, run `mempipe db upgrade`")
+            raise SchemaError(f"the database {where} is empty (no mempipe schema): run `mempipe db upgrade` "
+                              "to create it")
+        done = applied_versions(conn)
+    pending = [m for m in discover(engine.dialect.name) if m.version not in done]
     if pending:
         names = ", ".join(m.path.name for m in pending)
-        raise SchemaError(f"the database schema is not up to date (pending: {names}); run `mempipe db upgrade`")
+        raise SchemaError(f"the schema of the database {where} is not up to date (pending: {names}); "
+                          "run `mempipe db upgrade`")

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import contextlib
 import json
-from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from ..db import make_engine
+from ..db.location import missing_server_database
 from ..db.migrations import require_current, upgrade
 from ..db.queries import query
 from ..db.tables import DERIVED_TABLES
-from ..errors import StoreError
+from ..errors import NoDatabaseError, StoreError
 
 CHUNK = 500  # ids per IN (...) list: well under SQLite's and psycopg's parameter limits
 T = TypeVar("T")
@@ -61,18 +61,6 @@ def driver_message(exc: BaseException) -> str:
     return str(inner)
 
 
-def missing_sqlite_file(url: str) -> str | None:
-    """The path of a SQLite URL's file when it does not exist (None: it does, or not SQLite, or
-    in memory). Opening it would create it, and make_engine its directory."""
-    try:
-        parsed = sa.engine.make_url(url)
-    except sa.exc.ArgumentError:
-        return None  # make_engine says what is wrong with it
-    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:") or "uri" in parsed.query:
-        return None  # a file: URI names its file its own way
-    return None if Path(parsed.database).exists() else parsed.database
-
-
 def hashable(value: Any) -> Any:
     """A value as dump() renders it (JSON documents as canonical text)."""
     if isinstance(value, (dict, list)):
@@ -86,15 +74,13 @@ class StoreBase:
 
     @classmethod
     def open(cls, url: str, *, check_schema: bool = True, pool_size: int | None = None,
-             max_overflow: int | None = None, must_exist: bool = False):
+             max_overflow: int | None = None):
         """pool_size / max_overflow (PostgreSQL only; None: make_engine's defaults) usually come
-        from settings.pool_size / settings.pool_max_overflow. must_exist: a SQLite file that is
-        not there is a StoreError, not a new empty database (a reader must not create one)."""
-        if must_exist:
-            missing = missing_sqlite_file(url)
-            if missing is not None:
-                raise StoreError(f"no database at {missing}: check the database URL, or create it with "
-                                 f"`mempipe db upgrade`")
+        from settings.pool_size / settings.pool_max_overflow. Never creates a database: a SQLite
+        file that is not there, or a PostgreSQL database that does not exist, raises
+        NoDatabaseError (with check_schema, here; without, at the first statement). Only
+        `upgrade()` creates a SQLite file. check_schema: a database without mempipe's current
+        schema raises SchemaError."""
         pool = {k: v for k, v in (("pool_size", pool_size), ("max_overflow", max_overflow)) if v is not None}
         store = cls(make_engine(url, **pool))
         if check_schema:
@@ -104,7 +90,7 @@ class StoreBase:
                 store.close()
                 if not isinstance(exc, sa.exc.SQLAlchemyError):
                     raise
-                raise StoreError(f"cannot open database {store.safe_url}: {driver_message(exc)}") from None
+                raise store.error("opening the database", exc) from None
         return store
 
     @property
@@ -124,7 +110,11 @@ class StoreBase:
     # ------------------------------------------------------------------ the error boundary
 
     def error(self, op: str, exc: BaseException) -> StoreError:
-        return StoreError(f"database error while {op}: {driver_message(exc)} (database: {self.safe_url})")
+        message = driver_message(exc)
+        missing = missing_server_database(self.engine.url, message)
+        if missing is not None:  # not an outage: the URL names a database that was never made
+            return NoDatabaseError(missing)
+        return StoreError(f"database error while {op}: {message} (database: {self.safe_url})")
 
     @contextlib.contextmanager
     def _guarded(self, op: str, open_connection) -> Iterator[Connection]:

@@ -22,7 +22,6 @@ from typing import Protocol
 
 from ..db.queries import query
 from ..errors import StoreError
-from .base import driver_message
 
 _NAMED = re.compile(r":(\w+)")
 PARAMETERS = ["scope", "user_id"]  # the order context_fast binds them in
@@ -96,12 +95,15 @@ class ReadStore:
         try:
             self._open_reader(local)(local.sql, (scope, user_id))
             return local.fetchone()
+        except StoreError:  # NoDatabaseError: no file to open, and none was made
+            self._drop_reader(local)
+            raise
         except Exception as exc:
             self._drop_reader(local)
             raise self._read_error(exc) from None
 
     def _read_error(self, exc: Exception) -> StoreError:
-        return StoreError(f"database error while reading a context: {driver_message(exc)} (database: {self.safe_url})")
+        return self.error("reading a context", exc)  # a PostgreSQL database not there: NoDatabaseError
 
     def _open_reader(self, local: _ThreadReader):
         fairy = self.engine.raw_connection()  # made as the engine makes them (SQLite pragmas); PostgreSQL: pinged

@@ -9,7 +9,7 @@ import datetime as dt
 
 import sqlalchemy as sa
 
-from pipeline.db.migrations import applied_versions, discover, split_statements, upgrade
+from pipeline.db.migrations import discover, prepare, split_statements, upgrade
 from pipeline.db.queries import query
 from pipeline.store import Store
 
@@ -19,8 +19,7 @@ ANA, BO, CY = 31, 32, 33
 
 
 def _upgrade_to(engine, version: int) -> None:
-    with engine.begin() as conn:
-        applied_versions(conn)
+    prepare(engine)  # the database (a SQLite file) and schema_migrations, as `upgrade` makes them
     for mig in (m for m in discover(engine.dialect.name) if m.version <= version):
         with engine.begin() as conn:
             for statement in split_statements(mig.sql):

@@ -5,6 +5,7 @@ raises), and a reader that never creates a database."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 import tempfile
 import threading
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from pipeline import read
-from pipeline.errors import StoreError
+from pipeline.errors import NoDatabaseError, StoreError
 from pipeline.read import Context, get_context
 
 UTC = dt.timezone.utc
@@ -128,7 +129,7 @@ def test_a_reader_never_creates_a_database(settings):
         missing = Path(tmp) / "no-such-directory" / "mempipe.db"
         try:
             for _ in range(2):
-                with pytest.raises(StoreError, match="no database at"):
+                with pytest.raises(NoDatabaseError, match=re.escape(f"no mempipe database at {missing}")):
                     get_context(SCOPE, USERS[0], database_url=f"sqlite:///{missing}")
         finally:
             read.reset()

@@ -8,7 +8,11 @@ import re
 import pytest
 import sqlalchemy as sa
 
-from pipeline.db.migrations import MIGRATIONS_DIR, discover, pending_migrations, split_statements
+from pipeline.db.engine import create_database, make_engine
+from pipeline.db.location import describe
+from pipeline.db.migrations import (MIGRATIONS_DIR, discover, pending_migrations, prepare, require_current,
+                                    split_statements)
+from pipeline.db.queries import query
 from pipeline.db.tables import SEARCH_INDEX, is_search_index, metadata
 from pipeline.errors import SchemaError
 from pipeline.store import Store
@@ -49,9 +53,32 @@ def test_upgrade_is_idempotent_and_recorded(store):
     assert versions == [m.version for m in discover(store.dialect)]
 
 
-def test_unmigrated_database_is_refused_with_advice(tmp_path):
-    with pytest.raises(SchemaError, match="mempipe db upgrade"):
-        Store.open(f"sqlite:///{tmp_path}/empty.db")
+def test_a_database_without_the_schema_is_refused_with_advice_and_not_written(db_url):
+    engine = make_engine(db_url)
+    create_database(engine)  # an empty SQLite file; the PostgreSQL fixture made an empty database
+    where = describe(engine.url)
+    try:
+        with pytest.raises(SchemaError, match="is empty .*run `mempipe db upgrade`") as err:
+            Store.open(db_url)
+        assert where in str(err.value)
+        assert sa.inspect(engine).get_table_names() == []  # the check made no schema_migrations
+        assert pending_migrations(engine) == discover(engine.dialect.name)  # nor does asking what is pending
+        with pytest.raises(SchemaError, match="is empty"):
+            require_current(engine)
+        assert sa.inspect(engine).get_table_names() == []
+
+        first = discover(engine.dialect.name)[0]
+        prepare(engine)
+        with engine.begin() as conn:  # an old schema: only the first migration applied
+            for statement in split_statements(first.sql):
+                conn.execute(sa.text(statement))
+            conn.execute(sa.text(query("schema_migrations_record")),
+                         {"version": first.version, "name": first.name, "checksum": first.checksum, "applied_at": "then"})
+        with pytest.raises(SchemaError, match="not up to date .*run `mempipe db upgrade`") as err:
+            Store.open(db_url)
+        assert where in str(err.value)
+    finally:
+        engine.dispose()
 
 
 def test_migration_file_names():
