@@ -32,8 +32,10 @@ class App:
     @classmethod
     def open(cls, settings: Settings, *, check_schema: bool = True, clock: Clock = system_clock,
              summarizer_factory: SummarizerFactory | None = None) -> "App":
-        """Open the configured database (pool sized from settings). check_schema=False only for
-        `db upgrade` / `db status`, which must work on a database that is behind."""
+        """Open the configured database (pool sized from settings). It must exist: nothing here
+        creates one (NoDatabaseError names what was tried); `app.store.upgrade()` (`db upgrade`)
+        is the one creator. check_schema=False only for `db upgrade` / `db status`, which must
+        work on a database that is behind."""
         store = Store.open(settings.database_url, check_schema=check_schema, pool_size=settings.pool_size,
                            max_overflow=settings.pool_max_overflow)
         return cls(settings, store, clock, summarizer_factory or make_summarizer)

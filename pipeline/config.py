@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import os
 import re
+import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
     TomlConfigSettingsSource,
 )
 
+from .config_sources import Sources, warn_unknown_variables
+from .db.location import DEFAULT_DATABASE_URL, absolute_url
 from .errors import ConfigError, IdError
 from .ids import parse_id
 from .resources import config_dir
@@ -39,16 +43,10 @@ class Timezones(BaseModel):
     model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
 
     default: str = "UTC"
-    guilds: dict[int, str] = Field(default_factory=dict)
+    # checked one zone at a time: an error names the guild (and so the key or variable it came from)
+    guilds: dict[int, Annotated[str, AfterValidator(_check_zone)]] = Field(default_factory=dict)
 
     _check_default = field_validator("default")(_check_zone)
-
-    @field_validator("guilds")
-    @classmethod
-    def _check_guilds(cls, v: dict[int, str]) -> dict[int, str]:
-        for zone in v.values():
-            _check_zone(zone)
-        return v
 
     def for_guild(self, guild_id: int | None) -> ZoneInfo:
         if guild_id is not None and guild_id in self.guilds:
@@ -190,7 +188,8 @@ class Settings(BaseSettings):
         env_prefix="MEMPIPE_", env_nested_delimiter="__", extra="forbid"
     )
 
-    database_url: str = "sqlite:///var/mempipe.db"
+    # relative to the working directory (pipeline/db/location.py); in a --config file, to that file
+    database_url: str = DEFAULT_DATABASE_URL
     summarizer: Literal["extractive", "gemini"] = "extractive"
     retention_days: int = Field(30, ge=8)
     max_message_chars: int = Field(2000, ge=16)
@@ -221,7 +220,13 @@ class Settings(BaseSettings):
 
 
 def load_settings(config_file: str | os.PathLike | None = None, **overrides) -> Settings:
-    """Defaults < config/default.toml < config_file < MEMPIPE_* env < explicit overrides."""
+    """Defaults < config/default.toml < config_file < MEMPIPE_* env < explicit overrides.
+
+    A relative SQLite path in `config_file` is relative to that file's directory (a config file
+    travels with its database); anywhere else (default.toml, MEMPIPE_DATABASE_URL, an override)
+    it stays relative to the working directory. A MEMPIPE_* variable that names no setting is
+    warned about (logging, once per process). A refused value raises ConfigError with one line
+    per problem, naming the file and key or the variable it came from, never the value."""
     if not DEFAULT_CONFIG.is_file():  # shipped in the package: missing means a broken install
         raise ConfigError(f"default configuration {DEFAULT_CONFIG} is missing: the mempipe installation "
                           "is incomplete; reinstall mempipe")
@@ -231,36 +236,39 @@ def load_settings(config_file: str | os.PathLike | None = None, **overrides) -> 
         if not path.is_file():
             raise ConfigError(f"config file {path} does not exist (pass an existing TOML file to --config)")
         files.append(path)
+    arguments = {k: v for k, v in overrides.items() if v is not None}
+    sources = Sources(Settings, [(f, _read_toml(f)) for f in files], os.environ, arguments)
+    warn_unknown_variables(Settings, os.environ)
     global _TOML_FILES
     _TOML_FILES = tuple(files)
-    where = ", ".join(str(f) for f in files)
     try:
-        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+        settings = Settings(**arguments)
     except ValidationError as exc:
         # `from None`: pydantic's own text (printed by the CLI as the cause) quotes input values
-        raise ConfigError(f"invalid configuration ({where}): {describe_errors(exc)}") from None
-    except ValueError as exc:  # TOML decode errors (they give a line and column, no value)
-        raise ConfigError(f"invalid configuration ({where}): {redact(str(exc))}") from None
+        problems = sources.problems(exc)
+        raise ConfigError(_invalid(problems)) from None
+    except SettingsError as exc:  # a MEMPIPE_* variable pydantic-settings could not parse
+        field = re.search(r'field "([^"]+)"', str(exc))
+        raise ConfigError(_invalid([sources.unreadable_variable(field[1] if field else "?")])) from None
     finally:
         _TOML_FILES = ()
+    supplier, _ = sources.supplier(("database_url",))
+    if supplier is not None and supplier.kind == "file" and supplier.path != DEFAULT_CONFIG:
+        settings.database_url = absolute_url(settings.database_url, supplier.path.absolute().parent)
+    return settings
 
 
-_SECRET_NAME = re.compile(r"key|token|secret|password|passwd|credential", re.IGNORECASE)
+def _read_toml(path: Path) -> dict:
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except tomllib.TOMLDecodeError as exc:  # it gives a line and column, never the value
+        raise ConfigError(f"invalid configuration: {path} is not valid TOML: {redact(str(exc))}") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read the config file {path}: {exc.strerror}") from None
 
 
-def describe_errors(exc: ValidationError) -> str:
-    """Each error as `field.path: what is wrong`, without the input value: a key pasted into the
-    wrong place must not reach a terminal or a log. Our validators' own messages (e.g. a timezone
-    name) pass through redact()."""
-    out = []
-    for err in exc.errors(include_url=False, include_input=False):
-        loc = ".".join(str(part) for part in err["loc"]) or "(top level)"
-        if err["type"] == "extra_forbidden":
-            what = "not a setting (a misspelt or unknown key)"
-            if _SECRET_NAME.search(loc):
-                what += ("; API keys are never configured in a file or MEMPIPE_* variable: put the key in the "
-                         "environment variable named by gemini.api_key_env (default GEMINI_API_KEY)")
-        else:
-            what = re.sub(r"^(?:Value|Assertion) error, ", "", err["msg"])
-        out.append(f"{loc}: {redact(what)}")
-    return "; ".join(out)
+def _invalid(problems: list[str]) -> str:
+    if len(problems) == 1:
+        return f"invalid configuration: {problems[0]}"
+    return "invalid configuration:\n" + "\n".join(f"  - {p}" for p in problems)

@@ -108,7 +108,9 @@ class MempipeGroup(click.Group):
 
 @click.group(cls=MempipeGroup, context_settings=CONTEXT_SETTINGS)
 @click.option("--db", envvar="MEMPIPE_DATABASE_URL", show_envvar=True, metavar="URL",
-              help="Database URL: sqlite:///var/mempipe.db (default) or postgresql+psycopg://user@host/db.")
+              help="Database URL: sqlite:///path/to/file.db or postgresql+psycopg://user@host/db. Default "
+                   "sqlite:///var/mempipe.db, i.e. var/mempipe.db under the working directory (a relative path "
+                   "set in a --config file is relative to that file). Only `db upgrade` creates a database.")
 @click.option("--config", "config_file", envvar="MEMPIPE_CONFIG", show_envvar=True, metavar="FILE",
               type=click.Path(dir_okay=False), help="TOML file overriding config/default.toml.")
 @click.option("-v", "--verbose", count=True, help="More logging; -v also shows tracebacks on errors.")
