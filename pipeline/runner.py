@@ -103,7 +103,8 @@ async def bring_up_to_date(ctx: RunContext, daily_days: list[dt.date] | None, as
                            guild_id: int | None = None, progress: Progress | None = None,
                            only_guilds: Callable[[int | None], bool] | None = None) -> dict:
     """Daily summaries for `daily_days` (default: days 1-7 of each partition), then historical and
-    merge as of day 1 (`as_of`, default today in each guild's timezone). Returns the plan's counts."""
+    merge as of day 1 (`as_of`, default today in each guild's timezone). Returns the plan's counts
+    ("daily_only": a dry run that stopped after the daily stage, whose items would change)."""
     now = ctx.now()
     day1 = day1_for(now, ctx.tz_for_guild, as_of)
     first, newest = run_window(now, daily_days, as_of)
@@ -131,6 +132,13 @@ async def bring_up_to_date(ctx: RunContext, daily_days: list[dt.date] | None, as
         advance()
 
     await _run_dailies(ctx, plan, counted)
+    if ctx.dry_run and counts["daily_calls"]:
+        # the past weeks and contexts would read daily summaries this dry run does not make: checked
+        # against the stored ones they would look unchanged, so the estimate stops at the daily stage
+        counts["daily_only"] = True
+        for _p in parts:
+            advance()
+        return counts
     ctx.writer.flush()  # historical summaries read the dailies
     for p in parts:
         await run_historical(ctx, p["partition"], p["guild_id"], day1(p["guild_id"]))
@@ -252,17 +260,19 @@ async def _run_lock(ctx: RunContext):
 
 async def execute(ctx: RunContext, kind: str, date_from: dt.date | None, date_to: dt.date | None,
                   guild_id: int | None = None, progress: Progress | None = None, *,
-                  only_guilds: Callable[[int | None], bool] | None = None) -> RunResult:
-    """Record a pipeline_runs row around one run or replay; a failure is recorded with its cause.
-    `kind` is "run" (as of date_to, default today per guild), "replay" (date_from..date_to), or
-    a scheduler job name (run semantics, recorded under that name)."""
+                  only_guilds: Callable[[int | None], bool] | None = None,
+                  on_cancel: str = "cancelled by shutdown") -> RunResult:
+    """Record a pipeline_runs row around one run or replay; a failure is recorded with its cause
+    (`on_cancel` when the run is cancelled or interrupted: the scheduler's shutdown, the CLI's
+    Ctrl-C). `kind` is "run" (as of date_to, default today per guild), "replay"
+    (date_from..date_to), or a scheduler job name (run semantics, recorded under that name)."""
     async with _run_lock(ctx):
-        return await _execute(ctx, kind, date_from, date_to, guild_id, progress, only_guilds)
+        return await _execute(ctx, kind, date_from, date_to, guild_id, progress, only_guilds, on_cancel)
 
 
 async def _execute(ctx: RunContext, kind: str, date_from: dt.date | None, date_to: dt.date | None,
                    guild_id: int | None, progress: Progress | None,
-                   only_guilds: Callable[[int | None], bool] | None) -> RunResult:
+                   only_guilds: Callable[[int | None], bool] | None, on_cancel: str) -> RunResult:
     run_id = ctx.store.start_run(kind, date_from, date_to, guild_id, ctx.dry_run, ctx.now())
     ctx.run_kind = kind  # an hourly refresh may keep an immaterially changed context (stages/recent.py)
     daily_days = days_between(date_from, date_to) if kind == "replay" else None
@@ -274,8 +284,8 @@ async def _execute(ctx: RunContext, kind: str, date_from: dt.date | None, date_t
         except Exception:
             log.exception("could not write the results finished before the failure")
         await _close(ctx)
-        if isinstance(exc, asyncio.CancelledError):
-            reason = "cancelled by shutdown"
+        if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
+            reason = on_cancel
         elif isinstance(exc, MempipeError):
             reason = str(exc)
         else:

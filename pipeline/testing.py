@@ -243,7 +243,7 @@ class InMemoryStageStore(InMemoryFacts, InMemoryControls):
 
     @_recorded
     def stored_messages(self, conn, keys) -> dict[tuple[int, int], dict]:
-        return {k: _out(r, MESSAGE_IDENTITY) for k in keys if (r := self.tables["chat_history"].get(k))}
+        return {k: _out(r, (*MESSAGE_IDENTITY, "edited_ts")) for k in keys if (r := self.tables["chat_history"].get(k))}
 
     # ------------------------------------------------------------------ the stages' reads (DerivedStorage)
 

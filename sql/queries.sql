@@ -21,10 +21,10 @@ UNION ALL SELECT 'pipeline_runs', COUNT(*) FROM pipeline_runs;
 -- then one upsert. The column lists are chat_history's columns in table order (a test checks).
 
 -- name: pg_stored_messages
--- Author, time and reply of the stored messages among one batch's keys, given as one JSON array
--- of [channel id, message id] pairs (a driver parameter: psycopg adapts a list of 5,000 ints
--- about 7x slower than this text is sent and read), in one statement.
-SELECT h.channel_id, h.message_id, h.user_id, h.ts, h.reply_to FROM json_array_elements(%(keys)s::json) AS k JOIN chat_history h ON h.channel_id = (k.value ->> 0)::bigint AND h.message_id = (k.value ->> 1)::bigint;
+-- Author, time, reply and edit time of the stored messages among one batch's keys, given as one
+-- JSON array of [channel id, message id] pairs (a driver parameter: psycopg adapts a list of 5,000
+-- ints about 7x slower than this text is sent and read), in one statement.
+SELECT h.channel_id, h.message_id, h.user_id, h.ts, h.reply_to, h.edited_ts FROM json_array_elements(%(keys)s::json) AS k JOIN chat_history h ON h.channel_id = (k.value ->> 0)::bigint AND h.message_id = (k.value ->> 1)::bigint;
 
 -- name: pg_members_upsert
 -- The import's members, given as one JSON array of objects, in one statement; the latest name
@@ -165,9 +165,10 @@ SELECT DISTINCT partition FROM chat_history WHERE user_id = :user_id ORDER BY pa
 -- executemany of tuples in chat_history's column order (a test checks), timestamps as UTC text.
 
 -- name: sqlite_stored_messages
--- Author, time and reply of the stored messages among one batch's keys, given as one JSON array
--- of [channel id, message id] pairs, in one statement (ingest refuses a copy that changes them).
-SELECT h.channel_id, h.message_id, h.user_id, h.ts, h.reply_to FROM json_each(?) AS k JOIN chat_history h ON h.channel_id = json_extract(k.value, '$[0]') AND h.message_id = json_extract(k.value, '$[1]');
+-- Author, time, reply and edit time of the stored messages among one batch's keys, given as one
+-- JSON array of [channel id, message id] pairs, in one statement (ingest refuses a copy that
+-- changes the first three, and counts a newer edit).
+SELECT h.channel_id, h.message_id, h.user_id, h.ts, h.reply_to, h.edited_ts FROM json_each(?) AS k JOIN chat_history h ON h.channel_id = json_extract(k.value, '$[0]') AND h.message_id = json_extract(k.value, '$[1]');
 
 -- name: sqlite_messages_upsert
 -- Idempotent by (channel_id, message_id); a strictly newer edited_ts by the same author replaces

@@ -7,8 +7,10 @@ import sys
 
 import click
 
+from . import report
 from .main import (
-    SNOWFLAKE,
+    GUILD_ID,
+    INTERRUPTED,
     State,
     _date,
     _echo_json,
@@ -68,49 +70,46 @@ def db_status(state: State, as_json: bool):
 @click.option("--visibility", type=click.Choice(["public", "restricted"]), default=None,
               help="For Discord guild exports: mark the channel restricted (role-gated). DMs are always dm.")
 @click.option("--include-bots", is_flag=True, help="Keep messages written by bot accounts (skipped by default).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the counts as one JSON object (read, new, edited, unchanged, skipped, skipped_by, cut, "
+                   "deletions, deleted, not_found).")
 @click.pass_obj
-def import_cmd(state: State, paths, fmt, visibility, include_bots):
+def import_cmd(state: State, paths, fmt, visibility, include_bots, as_json):
     """Import chat messages. Idempotent: re-importing adds nothing; newer edits replace text.
 
     The whole import is one transaction: on any bad line nothing is written, and the error
-    names the file and line (or message id).
+    names the file and line (or message id). Prints what each row read did; the counts add up:
+    read = new + edited + unchanged + skipped (+ deletion rows).
 
     Example: mempipe import samples/community.jsonl
     """
     from ..ingest import import_files
 
     store = state.store()
+    click.get_current_context().meta[INTERRUPTED] = "nothing was imported (an import is one transaction)"
     with click.progressbar(length=0, label="importing", file=sys.stderr, show_pos=True) as bar:
         def progress(n):
             bar.update(n)
         report = import_files(store, list(paths), state.settings, fmt=fmt,
                               visibility=None if visibility == "public" else visibility,
                               include_bots=include_bots, progress=progress, clock=state.clock)
-    click.echo(f"read {report.read} messages, wrote {report.written}, skipped {report.skipped}, "
-               f"cut {report.cut} over-long texts"
-               + (f"; deleted {report.deleted} ({report.not_found} of {report.deletions} deletion rows matched "
-                  f"no stored message)" if report.deletions else ""))
+    if as_json:
+        _echo_json(report.as_dict())
+        return
+    skipped = ", ".join(f"{reason}: {n}" for reason, n in sorted(report.skipped_by.items()))
+    click.echo(f"read {report.read} messages: {report.new} new, {report.edited} edited, {report.unchanged} unchanged "
+               f"(already stored); skipped {report.skipped}{f' ({skipped})' if skipped else ''}"
+               + (f"; cut {report.cut} over-long texts" if report.cut else "")
+               + (f"; {report.deletions} deletion rows: deleted {report.deleted} messages ({report.not_found} rows "
+                  f"matched no stored message)" if report.deletions else ""))
 
 
 # ---------------------------------------------------------------- run / replay
 
-def _print_result(result, dry_run: bool):
-    s = result.stats
-    if dry_run:
-        click.echo(f"dry run: {result.plan['partition_days']} partition-days with messages; "
-                   f"{result.plan['daily_calls']} daily summarizer calls would be made "
-                   f"({s.cache_hits} unchanged); historical and merge calls follow for the users of changed "
-                   f"partition-days. Nothing was written.")
-        if s.planned_prompt_tokens:
-            click.echo(f"estimate for the daily stage: {s.planned_llm_calls} LLM requests, "
-                       f"~{s.planned_prompt_tokens} prompt tokens (estimated at 4 characters per token)")
-        return
-    click.echo(f"run {result.run_id}: {s.partition_days} partition-days, {s.summarizer_calls} summarizer calls "
-               f"({s.daily_computed} daily, {s.historical_computed} historical, {s.contexts_written} contexts written), "
-               f"{s.cache_hits} cache hits, {s.fallbacks} fallbacks, {s.errors} errors, "
-               f"{s.dropped_user_ids} dropped user ids"
-               + (f"; {s.llm_calls} LLM requests, {s.retries} retries, {s.prompt_tokens} prompt + "
-                  f"{s.output_tokens} output tokens, ~${s.estimated_cost:.4f}" if s.llm_calls else ""))
+EXIT_CODES_HELP = ("Exit codes: 0 all fine; 1 error; 2 usage error (a bad option, an unknown --guild); "
+                   "3 finished, but some items degraded (the model failed and the extractive fallback "
+                   "was used, or an item failed): later runs retry them; 130 interrupted (Ctrl-C: "
+                   "finished work is kept).")
 
 
 def _progress_bar(label: str):
@@ -123,49 +122,93 @@ def _progress_bar(label: str):
     return bar, progress
 
 
-def _execute_with_progress(state: State, kind: str, date_from, date_to, guild, force: bool, dry_run: bool) -> None:
+def _check_guild(store, guild: int) -> None:
+    """--guild must name a guild with messages: an unknown one would run nothing and say nothing."""
+    known = sorted({c["guild_id"] for c in store.channels().values() if c["guild_id"] is not None})
+    if guild in known:
+        return
+    if not known:
+        hint = "no guild has any yet: import messages first (`mempipe import`)"
+    elif len(known) <= 10:
+        hint = "the guilds with messages: " + ", ".join(map(str, known))
+    else:
+        hint = (f"{len(known)} guilds have messages, e.g. {', '.join(map(str, known[:5]))}; the channels table "
+                f"lists them all (SELECT DISTINCT guild_id FROM channels)")
+    raise click.BadParameter(f"guild {guild} has no messages in {store.safe_url}; {hint}", param_hint="--guild")
+
+
+def _execute_with_progress(state: State, kind: str, date_from, date_to, guild, force: bool, dry_run: bool,
+                           as_json: bool) -> None:
     from ..runner import execute
 
-    rc = state.app().run_context(force=force, dry_run=dry_run)
+    app = state.app()
+    if guild is not None:
+        _check_guild(app.store, guild)
+    rc = app.run_context(force=force, dry_run=dry_run)
+    click.get_current_context().meta[INTERRUPTED] = (
+        "finished work is kept (each partition-day, past week and context is written when it is done) and "
+        "`mempipe runs` shows this run as failed (interrupted); the same command again does only what is left")
     bar, progress = _progress_bar(kind)
     with bar:
-        result = asyncio.run(execute(rc, kind, date_from, date_to, guild, progress))
-    _print_result(result, dry_run)
+        result = asyncio.run(execute(rc, kind, date_from, date_to, guild, progress,
+                                     on_cancel="interrupted (SIGINT): finished work is kept"))
+    row = app.store.run(result.run_id)
+    if as_json:
+        _echo_json(report.as_json(row))
+    elif dry_run:
+        for line in report.dry_run_lines(row, rc.summarizer.kind, bool(result.plan.get("daily_only"))):
+            click.echo(line)
+    else:
+        for line in report.run_lines(row, rc.summarizer.kind, stale=result.stats.contexts_stale):
+            click.echo(line)
+    code = report.exit_code(row)
+    if code == report.EXIT_DEGRADED:
+        click.echo(f"finished with degraded items: {row['fallbacks']} fell back to the extractive summary "
+                   f"(marked degraded), {row['errors']} failed (not written); later runs retry them (exit 3)",
+                   err=True)
+        click.get_current_context().exit(code)
 
 
-@cli.command("run")
+@cli.command("run", epilog=EXIT_CODES_HELP)
 @click.option("--date", "day", callback=_date, metavar="YYYY-MM-DD",
               help="Day 1 (local date). Default: today in each guild's timezone.")
-@click.option("--guild", type=SNOWFLAKE, default=None, help="Only this guild's partitions.")
+@click.option("--guild", type=GUILD_ID, default=None, help="Only this guild's partitions (it must have messages).")
 @click.option("--force", is_flag=True, help="Recompute even rows whose inputs did not change.")
-@click.option("--dry-run", is_flag=True, help="Say what would be computed; write nothing.")
+@click.option("--dry-run", is_flag=True, help="Say what would be computed and the LLM requests it would make; "
+                                              "write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run as one JSON object (the keys of `runs --json`).")
 @click.pass_obj
-def run_cmd(state: State, day, guild, force, dry_run):
+def run_cmd(state: State, day, guild, force, dry_run, as_json):
     """Bring every partition up to date as of day 1 (safe to run from cron every hour).
+
+    Prints how many items (partition-days, past weeks, contexts) were summarized, passed through
+    without a model (and why) or failed; they add up to the items.
 
     Example: mempipe run            # today, per guild timezone
     """
-    _execute_with_progress(state, "run", day, day, guild, force, dry_run)
+    _execute_with_progress(state, "run", day, day, guild, force, dry_run, as_json)
 
 
-@cli.command("replay")
+@cli.command("replay", epilog=EXIT_CODES_HELP)
 @click.option("--from", "date_from", required=True, callback=_date, metavar="YYYY-MM-DD", help="First local day.")
 @click.option("--to", "date_to", required=True, callback=_date, metavar="YYYY-MM-DD",
               help="Last local day; contexts are made as of this day.")
-@click.option("--guild", type=SNOWFLAKE, default=None, help="Only this guild's partitions.")
+@click.option("--guild", type=GUILD_ID, default=None, help="Only this guild's partitions (it must have messages).")
 @click.option("--force", is_flag=True, help="Recompute even rows whose inputs did not change.")
-@click.option("--dry-run", is_flag=True, help="Say what would be computed (partition-days, calls); write nothing.")
+@click.option("--dry-run", is_flag=True, help="Say what would be computed (items, LLM requests, prompt tokens); "
+                                              "write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run as one JSON object (the keys of `runs --json`).")
 @click.pass_obj
-def replay_cmd(state: State, date_from, date_to, guild, force, dry_run):
+def replay_cmd(state: State, date_from, date_to, guild, force, dry_run, as_json):
     """Recompute daily summaries for every day in a range, then historical summaries and contexts
     as of the last day. Unchanged inputs cost nothing: a replay after a prompt or model change
-    redoes exactly the rows it touches.
+    redoes exactly the rows it touches. Reports like `mempipe run`.
 
     Example: mempipe replay --from 2026-11-01 --to 2026-11-04 --dry-run
     """
     if date_to < date_from:
         raise click.BadParameter(f"--to {date_to} is before --from {date_from}", param_hint="--to")
-    _execute_with_progress(state, "replay", date_from, date_to, guild, force, dry_run)
+    _execute_with_progress(state, "replay", date_from, date_to, guild, force, dry_run, as_json)
 
 
 @cli.command("runs")
@@ -175,23 +218,20 @@ def replay_cmd(state: State, date_from, date_to, guild, force, dry_run):
 def runs_cmd(state: State, limit, as_json):
     """List pipeline runs, newest first: status, duration and counts. A failed run says why.
 
-    facts+ / upd / rej: facts added, updated (a newer statement superseded one) and rejected by
-    validation in the run; --json has the counts by rejection reason (facts_rejected_<reason>)."""
-    rows = state.store().runs(limit)
-    for r in rows:
-        r["duration_s"] = round((r["finished_at"] - r["started_at"]).total_seconds(), 3) if r["finished_at"] else None
+    \b
+    items = summ + passed + errs, as `mempipe run` prints them:
+      items   partition-days, past weeks and contexts the run looked at
+      summ    made by a summarizer operation (the model, its extractive fallback, or the extractive summarizer)
+      passed  made or kept without a model, by reason (fit, weeks/recent rendered, nothing to merge, reused,
+              unchanged)
+      errs    failed (not written; retried by later runs)
+    llm: LLM requests (a long day may take several); facts+ / upd / rej: facts added, updated (a newer
+    statement superseded one) and rejected by validation. --json has every count by name
+    (passed_<reason>, facts_rejected_<reason>)."""
+    rows = [report.as_json(r) for r in state.store().runs(limit)]
     if as_json:
         _echo_json(rows)
         return
-    click.echo(f"{'id':>4} {'kind':6} {'status':7} {'range':23} {'secs':>7} {'p-days':>6} {'calls':>6} "
-               f"{'hits':>6} {'llm':>5} {'retry':>5} {'fallb':>5} {'errs':>4} {'tokens':>8} {'cost$':>7} "
-               f"{'facts+':>6} {'upd':>4} {'rej':>4}")
+    click.echo(report.TABLE_HEADER)
     for r in rows:
-        span = f"{r['date_from'] or 'today'}..{r['date_to'] or 'today'}"
-        click.echo(f"{r['id']:>4} {r['kind']:6} {r['status']:7} {span:23} {r['duration_s'] if r['duration_s'] is not None else '-':>7} "
-                   f"{r['partition_days']:>6} {r['summarizer_calls']:>6} {r['cache_hits']:>6} {r['llm_calls']:>5} "
-                   f"{r['retries']:>5} {r['fallbacks']:>5} {r['errors']:>4} {r['prompt_tokens'] + r['output_tokens']:>8} "
-                   f"{r['estimated_cost']:>7.4f} {r['facts_added']:>6} {r['facts_updated']:>4} "
-                   f"{sum(v for k, v in r.items() if k.startswith('facts_rejected_')):>4}"
-                   f"{'  ' + r['error'] if r['error'] else ''}{'  (dry run)' if r['dry_run'] else ''}")
-
+        click.echo(report.table_line(r))

@@ -27,18 +27,28 @@ from ..store import Store
 
 class _Id(click.ParamType):
     """A 64-bit platform id, by the one rule of pipeline/ids.py (click's INT would take "1_000",
-    "+5" and other scripts' digits)."""
+    "+5" and other scripts' digits). `what` names the id in the error ("guild id")."""
 
     name = "id"
+
+    def __init__(self, what: str | None = None):
+        self.what = what
 
     def convert(self, value, param, ctx):
         try:
             return parse_id(value)
         except IdError as exc:
-            self.fail(str(exc), param, ctx)
+            if self.what is None:
+                self.fail(str(exc), param, ctx)
+            shown = value if len(str(value)) <= 40 else str(value)[:39] + "…"
+            self.fail(f"{shown!r} is not a {self.what}: a platform id is a string of digits "
+                      f"(at most 2**63-1), e.g. 1150000000000000001", param, ctx)
 
 
 SNOWFLAKE = _Id()
+GUILD_ID = _Id("guild id")
+# What an interrupted command says it kept (ctx.meta, set by the command; default below).
+INTERRUPTED = "mempipe.interrupted"
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
@@ -89,11 +99,16 @@ def _date(_ctx, param, value):
 
 
 class MempipeGroup(click.Group):
-    """Turns library errors into `Error: …` (exit 1); tracebacks only with -v."""
+    """Turns library errors into `Error: …` (exit 1); tracebacks only with -v. Ctrl-C exits 130
+    (the shell's code for SIGINT, not click's "Aborted!" and 1) and says what was kept."""
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:
+            kept = ctx.meta.get(INTERRUPTED)  # meta is shared with the command's own context
+            click.echo(f"Interrupted{': ' + kept if kept else '.'}", err=True)
+            ctx.exit(130)
         except MempipeError as exc:
             verbose = ctx.obj.verbose if isinstance(ctx.obj, State) else 0
             if verbose:

@@ -103,12 +103,24 @@ def facts():
 
 
 
+def _fact_json(rc, scope: str, user_id: int, **fields) -> dict:
+    """What `facts remember/forget --json` print: the fact, what became of it, the contexts
+    refreshed and the summarizer's use (64-bit ids as strings, as `facts show --json`)."""
+    s = rc.stats
+    return {"scope": scope, "user_id": str(user_id), **fields, "facts_added": s.facts_added,
+            "facts_updated": s.facts_updated, "facts_unchanged": s.facts_unchanged,
+            "contexts_written": s.contexts_written, "summarizer_calls": s.summarizer_calls, "llm_calls": s.llm_calls}
+
+
 @facts.command("remember")
 @scope_option
 @user_option
 @click.argument("text")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON object: the fact as stored (\"fact\"), whether it was added, updated or known "
+                   "already, and the contexts refreshed.")
 @click.pass_obj
-def facts_remember(state: State, scope, user_id, text):
+def facts_remember(state: State, scope, user_id, text, as_json):
     """Add a third-person fact about USER in SCOPE, and refresh their contexts. Recorded in the
     audit (`mempipe user audit`); runs as the operator.
 
@@ -118,15 +130,21 @@ def facts_remember(state: State, scope, user_id, text):
 
     rc = state.app().run_context()
     blob = asyncio.run(_closing(rc, remember(rc, scope, user_id, text, requested_by=OPERATOR)))
-    click.echo(blob)
+    if as_json:
+        _echo_json(_fact_json(rc, scope, user_id, fact=blob))
+    else:
+        click.echo(blob)
 
 
 @facts.command("forget")
 @scope_option
 @user_option
 @click.argument("text")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON object: the text forgotten (\"fact\"), whether anything stated it "
+                   "(\"found\"), and the contexts refreshed.")
 @click.pass_obj
-def facts_forget(state: State, scope, user_id, text):
+def facts_forget(state: State, scope, user_id, text, as_json):
     """Forget a fact: removed from the facts, scrubbed from every stored summary and context of
     the user, and kept out of summaries made later. Exit 0 either way; prints whether it was found.
     Recorded in the audit (`mempipe user audit`, without the fact); runs as the operator.
@@ -137,7 +155,10 @@ def facts_forget(state: State, scope, user_id, text):
 
     rc = state.app().run_context()
     found = asyncio.run(_closing(rc, forget(rc, scope, user_id, text, requested_by=OPERATOR)))
-    click.echo("forgotten" if found else "not found (recorded anyway: it will be kept out of future summaries)")
+    if as_json:
+        _echo_json(_fact_json(rc, scope, user_id, fact=text, found=bool(found)))
+    else:
+        click.echo("forgotten" if found else "not found (recorded anyway: it will be kept out of future summaries)")
 
 
 @facts.command("show")

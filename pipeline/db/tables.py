@@ -125,6 +125,13 @@ FACT_COUNTS = ("facts_added", "facts_updated", "facts_unchanged", "facts_rejecte
                "facts_rejected_ungrounded", "facts_rejected_unsafe", "facts_rejected_raw_id",
                "facts_rejected_not_a_speaker", "facts_rejected_forgotten")
 
+# Where each item of a run went (sql/migrations/0010_run_counts.sql): its partition-days,
+# historical rows and contexts add up to summarized + the passed_* reasons + errors; the
+# planned_* are a dry run's estimate (README, "mempipe run").
+ITEM_COUNTS = ("historical_items", "context_items", "summarized", "passed_fits", "passed_week_rendered",
+               "passed_recent_rendered", "passed_no_recent", "passed_reused", "passed_unchanged",
+               "planned_llm_calls", "planned_prompt_tokens")
+
 pipeline_runs = sa.Table(
     "pipeline_runs", metadata, sa.Column("id", Id, primary_key=True), *_required(kind=sa.Text),
     *_optional(date_from=LocalDate, date_to=LocalDate, guild_id=Id),
@@ -135,6 +142,7 @@ pipeline_runs = sa.Table(
     *_counts("llm_calls", "retries", server_default="0"),
     sa.Column("estimated_cost", sa.Float, nullable=False, server_default="0"),
     *_counts(*FACT_COUNTS, server_default="0"),
+    *_counts(*ITEM_COUNTS, server_default="0"),
 )
 
 DERIVED_TABLES = (partition_days, daily_summaries, historical_summaries, memory_context, memory_profiles)

@@ -9,8 +9,9 @@ Mapping:
   "0"), is_group False (one-to-one: the export says so) / True.
 - GuildPrivateThread -> restricted (only invited members can read it).
 - every other channel type -> public, or restricted when the caller says so.
-- skipped (yielded as None): system messages (any type but Default/Reply), bot authors unless
-  include_bots, and messages with no content, attachments or stickers.
+- skipped (yielded as a `Skipped` reason, counted by it in the import report): system messages
+  (any type but Default/Reply), bot authors unless include_bots, and messages with no content,
+  attachments or stickers.
 - attachment-only messages read "[attachment: farm.png]"; attachments next to text are appended.
 - user_name = author.nickname or author.name; reply_to = reference.messageId of a Reply in the
   same channel; edited_ts = timestampEdited. Timestamps are converted to UTC when the row is validated.
@@ -35,11 +36,19 @@ MESSAGE_TYPES = {"Default", "Reply"}
 GUILD_VISIBILITIES = (None, "public", "restricted")
 
 
+class Skipped(str):
+    """A message an importer leaves out, yielded in its place: the reason, as the import report
+    counts it."""
+
+
+SYSTEM, BOT, EMPTY = Skipped("system message"), Skipped("bot author"), Skipped("empty")
+
+
 def read_discord(
     path: str | os.PathLike, *, visibility: str | None = None, include_bots: bool = False
-) -> Iterator[tuple[str, dict[str, Any] | None]]:
-    """Yield ("message <id>", row) per exported message; row is None for a skipped message
-    (system, bot, empty). InputError on anything that is not a readable export."""
+) -> Iterator[tuple[str, dict[str, Any] | Skipped]]:
+    """Yield ("message <id>", row) per exported message; row is a `Skipped` reason for a skipped
+    message (system, bot, empty). InputError on anything that is not a readable export."""
     if visibility not in GUILD_VISIBILITIES:
         raise ValueError(f"visibility for a Discord export must be public or restricted, not {visibility!r}")
     source = os.fspath(path)
@@ -76,18 +85,18 @@ def read_discord(
 
         mtype = _field(msg, "type", source, where)
         if mtype not in MESSAGE_TYPES:
-            yield where, None  # system message: join, pin, call, rename, ...
+            yield where, SYSTEM  # join, pin, call, rename, ...
             continue
         author = msg.get("author")
         if not isinstance(author, dict):
             raise InputError(source, where, "missing field author")
         if author.get("isBot") and not include_bots:
-            yield where, None
+            yield where, BOT
             continue
 
         text = _text(msg, source, where)
         if not text.strip():
-            yield where, None
+            yield where, EMPTY
             continue
 
         reply_to = None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Literal, Mapping
 
 import msgspec
@@ -20,7 +20,7 @@ from ..clock import Clock, system_clock
 from ..config import Settings
 from ..errors import InputError
 from ..store import Store
-from .discord import read_discord
+from .discord import Skipped, read_discord
 from .jsonl import read_jsonl
 from .model import DeletionIn, MessageIn, RowError, Validator, parse_id
 from .writer import Progress, Writer
@@ -31,21 +31,44 @@ Format = Literal["jsonl", "discord"]
 
 @dataclass
 class IngestReport:
-    """Counts of one import. read = written + skipped + deletions.
+    """Counts of one import. They add up: read = new + edited + unchanged + skipped + deletions.
 
-    written counts the messages sent to the store: re-importing unchanged data counts them
-    again although no row changes. skipped: bot, system and empty messages. cut: texts longer
-    than settings.max_message_chars, shortened (ending in "…"), not rejected. deletions: rows
-    with `"deleted": true`; deleted: the stored messages they removed; not_found: deletion rows
-    that matched no stored message."""
+    Per message row read: new — stored for the first time; edited — a newer edit (a later
+    edited_ts) replaced the stored text, or that of a copy read earlier in this import;
+    unchanged — a copy of a message already stored (or read earlier in this import) that changes
+    nothing. skipped_by: rows left out, by reason (`discord.Skipped`: bot author, system message,
+    empty). cut: texts longer than settings.max_message_chars, shortened (ending in "…"), not
+    rejected (they are among the counts above). deletions: rows with `"deleted": true`;
+    deleted: the stored messages they removed; not_found: deletion rows that matched no stored
+    message."""
 
     read: int = 0
-    written: int = 0
-    skipped: int = 0
+    new: int = 0
+    edited: int = 0
+    unchanged: int = 0
+    skipped_by: dict[str, int] = field(default_factory=dict)
     cut: int = 0
     deletions: int = 0
     deleted: int = 0
     not_found: int = 0
+
+    @property
+    def written(self) -> int:
+        """Message rows that changed the database (new + edited)."""
+        return self.new + self.edited
+
+    @property
+    def skipped(self) -> int:
+        return sum(self.skipped_by.values())
+
+    def skip(self, reason: str) -> None:
+        self.skipped_by[reason] = self.skipped_by.get(reason, 0) + 1
+
+    def as_dict(self) -> dict:
+        """For `mempipe import --json`: every count, `skipped` (the total) and `skipped_by`."""
+        return {"read": self.read, "new": self.new, "edited": self.edited, "unchanged": self.unchanged,
+                "skipped": self.skipped, "skipped_by": dict(sorted(self.skipped_by.items())), "cut": self.cut,
+                "deletions": self.deletions, "deleted": self.deleted, "not_found": self.not_found}
 
 
 def ingest_messages(
@@ -114,8 +137,8 @@ def import_files(
             with contextlib.closing(rows):
                 for where, raw in rows:
                     report.read += 1
-                    if raw is None:
-                        report.skipped += 1
+                    if type(raw) is Skipped:
+                        report.skip(raw)
                         continue
                     writer.take(_validate(validator, raw, source, where), source, where)
         writer.finish()

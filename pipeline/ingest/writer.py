@@ -27,6 +27,7 @@ from ..errors import InputError
 from ..store import Store
 from ..store.ingest import MESSAGE_IDENTITY
 from .deletion import delete_in
+from .discord import EMPTY
 from .model import DeletionIn, MessageIn
 
 CUT_MARK = "…"
@@ -58,6 +59,7 @@ class Writer:
         self.unchecked: set[int] = set()  # channels not yet compared with the stored ones
         self.reported = 0
         self.deletions: list[DeletionIn] = []  # applied after the messages read before them
+        self.copies: dict[tuple[int, int], list] = {}  # a message read more than once: each copy's edited_ts
 
     def take(self, row: MessageIn | DeletionIn, source: str, where: str) -> None:
         """A message, or a deletion: in input order (messages read before a deletion are written
@@ -77,7 +79,7 @@ class Writer:
     def add(self, msg: MessageIn, source: str, where: str) -> None:
         text = msg.text
         if not text or text.isspace():
-            self.report.skipped += 1
+            self.report.skip(EMPTY)
             return
         channel_id = msg.channel_id
         seen = self.audience.get(channel_id)
@@ -113,8 +115,11 @@ class Writer:
             earlier = self.origin[key]
             raise InputError(source, where, _conflict(key, changed, earlier[1] if earlier[0] == source
                                                       else f"{earlier[0]} {earlier[1]}"))
-        elif _newer_edit(row["edited_ts"], prev["edited_ts"]):
-            prev["text"], prev["edited_ts"] = row["text"], row["edited_ts"]
+        else:
+            # each copy's edit time, in input order, to count what each did (_count)
+            self.copies.setdefault(key, [prev["edited_ts"]]).append(row["edited_ts"])
+            if _newer_edit(row["edited_ts"], prev["edited_ts"]):
+                prev["text"], prev["edited_ts"] = row["text"], row["edited_ts"]
 
         if name:
             member = self.members.get((partition, user_id))
@@ -124,7 +129,6 @@ class Writer:
         channel = self.channels.get(channel_id)
         if channel is None or msg.is_group is not None or (msg.channel_name is not None and msg.channel_name != channel["name"]):
             self._channel(msg, partition)
-        self.report.written += 1
         if len(self.messages) >= self.batch_size:
             self.flush()
 
@@ -147,9 +151,9 @@ class Writer:
         """Write the batch of messages (after checking it against what is stored)."""
         if self.messages:
             self._check_stored()
-            self._check_stored_messages()
+            self._count(self._check_stored_messages())
             self.store.write_messages(self.conn, list(self.messages.values()))
-        self.messages, self.origin = {}, {}
+        self.messages, self.origin, self.copies = {}, {}, {}
         if self.progress is not None and self.report.read > self.reported:
             done, self.reported = self.report.read - self.reported, self.report.read
             self.progress(done)
@@ -186,16 +190,41 @@ class Writer:
             f"channel {msg.channel_id} is {_audience(msg.visibility, msg.guild_id, partition)} here but "
             f"{_audience(*seen[:3])} at {earlier}: a channel has one visibility"))
 
-    def _check_stored_messages(self) -> None:
+    def _check_stored_messages(self) -> dict:
         """Against what is stored — earlier imports, and earlier batches of this one (same
-        transaction): a message already there may get a newer text, nothing else."""
+        transaction): a message already there may get a newer text, nothing else. Returns the
+        stored copies."""
         stored = self.store.stored_messages(self.conn, self.messages)
         if not stored:
-            return
+            return stored
         for key, row in self.messages.items():  # in input order: the first conflicting line is named
             if key in stored and (changed := _changed(row, stored[key])):
                 source, where = self.origin[key]
                 raise InputError(source, where, _conflict(key, changed, None))
+        return stored
+
+    def _count(self, stored: dict) -> None:
+        """What each message row of the batch does, as the store's upsert will: a message not
+        stored is new; a copy whose edit is newer than the text it would replace (stored, or an
+        earlier copy's) is an edit; any other copy changes nothing."""
+        report = self.report
+        if not stored and not self.copies:  # the common case of new messages: no per-row work
+            report.new += len(self.messages)
+            return
+        for key, row in self.messages.items():
+            old = stored.get(key)
+            edits = self.copies.get(key) or (row["edited_ts"],)
+            if old is None:
+                report.new += 1
+                latest, edits = edits[0], edits[1:]
+            else:
+                latest = old["edited_ts"]
+            for edit in edits:
+                if _newer_edit(edit, latest):
+                    report.edited += 1
+                    latest = edit
+                else:
+                    report.unchanged += 1
 
     def _check_stored(self) -> None:
         if not self.unchecked:

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 from ..clock import Clock, system_clock
 from ..config import Settings
-from ..db.tables import FACT_COUNTS
+from ..db.tables import FACT_COUNTS, ITEM_COUNTS
 from ..store import Lock, StageStorage
 from ..store.locks import NullLock
 from ..summarize import Summarizer
@@ -21,11 +21,17 @@ from ..summarize.base import Outcome
 PERSISTED_COUNTS = ("partition_days", "summarizer_calls", "prompt_tokens", "output_tokens", "cache_hits",
                     "fallbacks", "errors", "dropped_user_ids", "llm_calls", "retries", "estimated_cost")
 PERSISTED_COUNTS += FACT_COUNTS
+# Persisted under another name: a pass-through reason (sql/migrations/0010_run_counts.sql).
+# historical_reused: copied by input hash, no call (also a cache hit); historical_rendered,
+# contexts_rendered: fitted their budget and were rendered without a call (stages/recent.py).
+RENAMED = {"passed_week_rendered": "historical_rendered", "passed_recent_rendered": "contexts_rendered",
+           "passed_reused": "historical_reused"}
+PERSISTED_COUNTS += tuple(RENAMED.get(c, c) for c in ITEM_COUNTS)
 REPORTED_COUNTS = ("daily_computed", "daily_folded",  # daily_folded: of which only new messages were read
-                   "historical_computed", "historical_reused",  # reused: copied by input hash, no call (a cache hit)
-                   "historical_rendered", "contexts_rendered",  # fitted their budget: dated lines, no call (stages/recent.py)
+                   "historical_computed",
                    "merges_kept",  # a same-day refresh kept the stored recent part: no material change (a cache hit)
-                   "contexts_written", "planned_llm_calls", "planned_prompt_tokens")
+                   "contexts_written",
+                   "contexts_stale")  # made as of a later day: a replay of an older range leaves them alone
 
 
 class _Counting:
@@ -51,7 +57,11 @@ class _Counting:
         setattr(self, name, getattr(self, name) + 1)
 
     def columns(self) -> dict[str, int]:
-        return {k: getattr(self, k) for k in PERSISTED_COUNTS}
+        """The pipeline_runs columns (a few stats are stored under their pass-through reason's name)."""
+        out = {k: getattr(self, k) for k in PERSISTED_COUNTS}
+        for column, stat in RENAMED.items():
+            out[column] = out.pop(stat)
+        return out
 
 
 # A dataclass of zeroed counters, each named once (above).

@@ -161,9 +161,13 @@ async def run_daily(ctx: RunContext, partition: str, guild_id: int | None, day: 
     def reread() -> dict | None:
         return ctx.store.partition_days_between(partition, day, day).get(day)
 
-    def plan() -> None:
+    def plan() -> None:  # dry run: whether a model would be asked (a summarizer without one: no estimate)
         estimate = getattr(ctx.summarizer, "estimate_daily", None)
-        calls, tokens = estimate(pd) if estimate else (1, 0)
+        calls, tokens = estimate(pd) if estimate else (0, 0)
+        if estimate is not None and not calls:
+            ctx.stats.passed_fits += 1  # the day's text fits its length target: no request
+        else:
+            ctx.stats.summarized += 1
         ctx.stats.planned_llm_calls += calls
         ctx.stats.planned_prompt_tokens += tokens
 
@@ -179,6 +183,7 @@ async def run_daily(ctx: RunContext, partition: str, guild_id: int | None, day: 
         stored=reread() if stored is _UNKNOWN else stored, reread=reread, compute=compute, plan=plan), wait=wait)
     if status is ItemStatus.BUSY:
         ctx.stats.partition_days -= 1  # counted again when it is retried
+    ctx.stats.passed_unchanged += status is ItemStatus.CACHED
     return status
 
 
@@ -228,6 +233,10 @@ def _store_outcome(ctx: RunContext, pd: PartitionDay, key: str, forgotten: Appli
     new messages are read for facts: the earlier ones were, at the last refresh)."""
     asked = given.speakers
     ctx.stats.record(outcome)
+    if outcome.passthrough:  # the text fits its length target: kept without asking the model
+        ctx.stats.passed_fits += 1
+    else:
+        ctx.stats.summarized += 1
     for uid, text in outcome.value.items():
         if uid not in asked:  # the summarizer named someone who did not speak
             ctx.stats.dropped_user_ids += 1

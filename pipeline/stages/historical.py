@@ -118,6 +118,7 @@ async def run_historical(ctx: RunContext, partition: str, guild_id: int | None, 
                 return
             outcome = await ctx.summarizer.historical(name, dailies)
             ctx.stats.record(outcome)
+            ctx.stats.summarized += 1
             ctx.writer.historical(row(inp.forgotten.scrub(outcome.value, uid, name), outcome.degraded_reason,
                                       next_attempts(old, outcome.degraded_reason)))
             ctx.stats.historical_computed += 1
@@ -127,11 +128,23 @@ async def run_historical(ctx: RunContext, partition: str, guild_id: int | None, 
             own = None if reason is None or reason == BUILT_FROM_DEGRADED else reason
             ctx.writer.historical(row(source["summary"], own, source["attempts"]))
 
+        def plan() -> None:  # dry run: rendered, or a summarizer call (and its estimate, for a model)
+            if inp.rendered is not None:
+                ctx.stats.historical_rendered += 1
+                return
+            ctx.stats.summarized += 1
+            estimate = getattr(ctx.summarizer, "estimate", None)
+            calls, tokens = estimate("historical", name, dailies) if estimate else (0, 0)
+            ctx.stats.planned_llm_calls += calls
+            ctx.stats.planned_prompt_tokens += tokens
+
         status = await refresh_item(ctx, Item(
             key=f"historical:{partition}:{uid}:{day1.isoformat()}", input_hash=key, stored=existing.get(uid),
             reread=lambda: next(iter(ctx.store.historicals([day1], partition=partition, user_ids=[uid])), None),
-            compute=compute, reused=reusable.get(uid), copy=copy))
+            compute=compute, plan=plan, reused=reusable.get(uid), copy=copy))
+        ctx.stats.historical_items += 1
         ctx.stats.historical_reused += status is ItemStatus.REUSED  # a dry run: would be
+        ctx.stats.passed_unchanged += status is ItemStatus.CACHED
 
     # Users are independent: an LLM summarizer keeps several in flight within its limits.
     async def bounded(uid: int, inp: Inputs) -> None:

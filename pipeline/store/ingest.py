@@ -101,15 +101,17 @@ class IngestStore:
         return {r.channel_id: dict(r._mapping) for r in rows}
 
     def stored_messages(self, conn: Connection, keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], dict]:
-        """Author, time and reply of the (channel id, message id) messages already stored, read
-        inside the caller's transaction in one statement (ingest refuses a copy that changes them)."""
+        """Author, time, reply and edit time of the (channel id, message id) messages already
+        stored, read inside the caller's transaction in one statement (ingest refuses a copy that
+        changes the first three, and counts a newer edit as one)."""
         keys = list(keys)
         if not keys:
             return {}
         found = _stored(conn, keys)
         ts = chat_history.c.ts.type.result_processor(conn.dialect, None) or (lambda v: v)
-        return {(channel_id, message_id): {"user_id": user_id, "ts": ts(at), "reply_to": reply_to}
-                for channel_id, message_id, user_id, at, reply_to in found}
+        return {(channel_id, message_id): {"user_id": user_id, "ts": ts(at), "reply_to": reply_to,
+                                           "edited_ts": ts(edited) if edited is not None else None}
+                for channel_id, message_id, user_id, at, reply_to, edited in found}
 
     def count_messages(self) -> int:
         with self.reading("counting messages") as conn:
@@ -142,7 +144,7 @@ def _pg_copy_messages(conn: Connection, records: list[tuple]) -> None:
 
 
 def _stored(conn: Connection, keys: list[tuple[int, int]]):
-    """(channel id, message id, user id, ts, reply to) of the stored messages among `keys`: one
+    """(channel id, message id, user id, ts, reply to, edited ts) of the stored messages among `keys`: one
     statement, the keys sent as one JSON text (both databases read it)."""
     keys_json = _JSON.encode(keys).decode()
     if conn.dialect.name == "postgresql":

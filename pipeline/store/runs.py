@@ -36,3 +36,8 @@ class RunsStore:
 
     def runs(self, limit: int = 20) -> list[dict]:
         return self.rows("listing runs", sa.select(pipeline_runs).order_by(pipeline_runs.c.id.desc()).limit(limit))
+
+    def run(self, run_id: int) -> dict | None:
+        """One run's row (what `mempipe runs` lists), or None."""
+        found = self.rows("reading a run", sa.select(pipeline_runs).where(pipeline_runs.c.id == run_id))
+        return found[0] if found else None

@@ -60,6 +60,13 @@ class Outcome(Generic[T]):
     # with sources = 0-based positions in the lines of the PartitionDay the summarizer was given
     # (for fold: the `new` one)
     facts: list = field(default_factory=list)
+    # why no model was asked although the summarizer has one (PASSED_FITS), else None; counted
+    # per run as a pass-through (pipeline_runs.passed_fits)
+    passthrough: str | None = None
+
+
+# daily / fold: every speaker's text already fits the length target, so it is kept as written
+PASSED_FITS = "fits"
 
 
 class Summarizer(Protocol):

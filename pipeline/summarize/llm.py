@@ -13,6 +13,7 @@ import asyncio
 import datetime as dt
 import logging
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -25,7 +26,7 @@ from ..llm.client import LLMClient, estimate_tokens
 from ..llm.errors import BadOutput, LLMError, RateLimited, fallback_reason
 from ..llm.gemini import is_gemma
 from ..llm.limiter import RateLimiter
-from .base import ChatLine, Outcome, PartitionDay, Usage
+from .base import PASSED_FITS, ChatLine, Outcome, PartitionDay, Usage
 from .budget import Budget, chunk_lines, fit_texts, reduce_requests, short_name
 from .extractive import ExtractiveSummarizer
 from .facts_out import candidates, messages, of_users, prepared
@@ -221,9 +222,8 @@ class LLMSummarizer:
         return {u: v[0] for u, v in partials.items() if v}, dropped
 
     # A model is asked only when there is something to condense: text that already fits its
-    # length target is kept as it is (the extractive summarizer quotes it whole). Most users of a
-    # community write little on most days; summarising a 40-character message into a
-    # 300-character summary would cost tokens and add nothing.
+    # length target is kept as it is (quoted whole by the extractive summarizer; Outcome.passthrough
+    # says so). Most users write little on most days: a model would add cost and nothing else.
 
     def _fits_daily(self, pd: PartitionDay, previous: dict[int, str] | None = None) -> bool:
         written: dict[int, int] = {}
@@ -235,7 +235,7 @@ class LLMSummarizer:
 
     async def daily(self, partition_day: PartitionDay) -> Outcome[dict[int, str]]:
         if self._fits_daily(partition_day):
-            return await self.fallback.daily(partition_day)
+            return replace(await self.fallback.daily(partition_day), passthrough=PASSED_FITS)  # quoted whole
         usage = Usage(calls=1)
         handles = self.handles(partition_day)
         pd = prepared(partition_day)
@@ -287,7 +287,7 @@ class LLMSummarizer:
         """One call per chunk of new messages (usually one): each message is read once, plus the
         running summaries of the people who wrote them."""
         if self._fits_daily(new, previous):
-            return await self.fallback.fold(new, previous)
+            return replace(await self.fallback.fold(new, previous), passthrough=PASSED_FITS)
         usage = Usage(calls=1)
         handles = self.handles(new)
         current = dict(previous)
@@ -338,24 +338,29 @@ class LLMSummarizer:
     # historical and merge are asked only for text that exceeds its budget: the stages decide
     # that, for every summarizer alike (pipeline/stages/recent.py), so there is no check here.
 
-    async def historical(self, name: str, dailies: list[tuple[dt.date, str]]) -> Outcome[str]:
+    def _historical_prompt(self, name: str, dailies: list[tuple[dt.date, str]]) -> str:
         days = [d for d, _t in dailies]
 
         def prompt_for(texts: list[str]) -> str:
             return render("historical", name=short_name(name), dailies=list(zip(days, texts)),
                           target_chars=self.lengths.historical_chars)
-        prompt = prompt_for(fit_texts([t for _d, t in dailies], prompt_for, self.budget))
+        return prompt_for(fit_texts([t for _d, t in dailies], prompt_for, self.budget))
+
+    async def historical(self, name: str, dailies: list[tuple[dt.date, str]]) -> Outcome[str]:
+        prompt = self._historical_prompt(name, dailies)
         answer, usage, reason = await self._small("historical", prompt, HistoricalOut,
                                                   lambda: self.fallback.historical(name, dailies))
         return Outcome(answer if reason else answer.summary.strip(), usage, reason)
 
-    async def merge(self, name: str, day1: str, historical: str) -> Outcome[str]:
-        """Today, then the past week, within context_chars (the merge stage puts the profile first)."""
-
+    def _merge_prompt(self, name: str, day1: str, historical: str) -> str:
         def prompt_for(texts: list[str]) -> str:
             return render("merge", name=short_name(name), day1=texts[0], historical=texts[1],
                           target_chars=self.lengths.context_chars)
-        prompt = prompt_for(fit_texts([day1, historical], prompt_for, self.budget))
+        return prompt_for(fit_texts([day1, historical], prompt_for, self.budget))
+
+    async def merge(self, name: str, day1: str, historical: str) -> Outcome[str]:
+        """Today, then the past week, within context_chars (the merge stage puts the profile first)."""
+        prompt = self._merge_prompt(name, day1, historical)
         answer, usage, reason = await self._small("merge", prompt, MergeOut,
                                                   lambda: self.fallback.merge(name, day1, historical))
         return Outcome(answer if reason else answer.context.strip(), usage, reason)
@@ -385,6 +390,11 @@ class LLMSummarizer:
         partial_tokens = len(pieces) * len(pd.speakers) * (self.lengths.daily_chars // 4 + 20)
         reduce_calls = max(1, -(-partial_tokens // self.cfg.input_budget_tokens))
         return len(pieces) + reduce_calls, tokens + partial_tokens
+
+    def estimate(self, operation: str, *args) -> tuple[int, int]:
+        """(requests, prompt tokens) of a historical(name, dailies) or merge(name, day1, historical)."""
+        prompt = self._historical_prompt(*args) if operation == "historical" else self._merge_prompt(*args)
+        return 1, self.prompt_tokens(operation, prompt)
 
     async def aclose(self) -> None:
         await self.client.aclose()

@@ -45,9 +45,10 @@ def test_readme_quotes_the_bot_read_sql():
 def test_demo_flow_import_replay_context(mp):
     assert "read 90 messages" in mp("import", str(SAMPLE)).output
     out = mp("replay", "--from", "2026-11-01", "--to", "2026-11-04").output
-    assert re.search(r"14 partition-days, \d+ summarizer calls", out)
+    assert re.search(r"34 items \(14 partition-days, 10 past weeks, 10 contexts\) = \d+ summarized", out)
     again = mp("replay", "--from", "2026-11-01", "--to", "2026-11-04").output
-    assert "0 summarizer calls" in again
+    assert "= 0 summarized + 34 passed through without a model + 0 failed" in again
+    assert "34 unchanged since the last run" in again
     ctx = mp("context", "--scope", f"guild:{G1}", "--user", str(ANA)).output
     assert ctx.startswith("# Ana: long-term memory") and "\nToday: Ana:" in ctx  # the profile, then today
     as_json = json.loads(mp("context", "--scope", f"guild:{G1}", "--user", str(ANA), "--json").output)
@@ -117,7 +118,8 @@ def test_facts_commands(mp):
 def test_dry_run_reports_and_writes_nothing(mp):
     mp("import", str(SAMPLE))
     out = mp("replay", "--from", "2026-11-01", "--to", "2026-11-04", "--dry-run").output
-    assert "14 daily summarizer calls would be made" in out and "Nothing was written" in out
+    assert "14 partition-days with messages: 14 would be summarized" in out and "Nothing was written" in out
+    assert "The estimate covers only the daily stage" in out  # the past weeks follow from dailies not made yet
     assert mp("contexts").output == ""
 
 

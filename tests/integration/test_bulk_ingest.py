@@ -166,14 +166,14 @@ class StatementLog:
 @pytest.mark.slow
 def test_importing_100k_messages_twice_leaves_100k_unchanged_rows(store, settings, big_file):
     first = import_files(store, big_file, settings)
-    assert (first.read, first.written, first.skipped, first.cut) == (BIG, BIG, 0, 0)
+    assert (first.read, first.new, first.skipped, first.cut) == (BIG, BIG, 0, 0)
     assert store.count_messages() == BIG
     before = fingerprint(store)
     versions = pg_row_versions(store) if store.dialect == "postgresql" else None
 
     again = import_files(store, big_file, settings)
 
-    assert again.written == BIG  # sent again, as the report documents...
+    assert (again.new, again.edited, again.unchanged) == (0, 0, BIG)  # read again, counted unchanged...
     assert store.count_messages() == BIG
     assert fingerprint(store) == before  # ...but no row changed, not even ingested_at
     if versions is not None:
@@ -194,7 +194,7 @@ def test_postgresql_ingest_goes_through_copy(store, settings, tmp_path, db_kind)
         report = import_files(store, path, settings)
     finally:
         log.close()
-    assert report.written == n and store.count_messages() == n
+    assert report.new == n and store.count_messages() == n
     # new messages are copied straight into chat_history: no row-by-row INSERT, no staging
     assert not log.matching(r"\bINSERT INTO chat_history\b")
     assert not log.matching(rf"^CREATE TEMPORARY TABLE {STAGING}")
@@ -239,7 +239,7 @@ def test_postgresql_a_concurrent_copy_of_new_messages_goes_through_the_upsert(st
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(store_ingest, "_pg_copy", raced)
         report = import_files(store, path, settings)
-    assert report.written == 50
+    assert report.new == 50  # a count of what the import read: the raced row was not stored before it
     assert store.count_messages() == 50
     assert [r[0] for r in normalized(store)] == sorted(int(r["message_id"]) for r in rows)
 
@@ -291,7 +291,10 @@ def test_newer_edits_replace_text_and_older_ones_do_not(store, settings, tmp_pat
     edited = [dup_new] + edited + [dup_old]
 
     report = import_files(store, write_jsonl(tmp_path / "edits.jsonl", edited), settings)
-    assert report.written == len(edited)
+    # each row counted by what it did: the "new" cases and the first copy of `twice` (newer than
+    # its stored text) replaced a text; its two later copies are older than that copy's edit
+    replaced = sum(1 for m, case in expect.items() if case == "new" and m != twice) + 1
+    assert (report.new, report.edited, report.unchanged) == (0, replaced, len(edited) - replaced)
     after = texts(store)
     assert len(after) == n
     by_id = {int(r["message_id"]): r for r in edited[1:-1]}

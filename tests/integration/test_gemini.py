@@ -316,7 +316,7 @@ def test_dry_run_estimates_calls_and_tokens_without_calling(db_url, settings, se
     result = runner.invoke(cli, base + ["replay", "--from", "2026-11-01", "--to", "2026-11-04", "--dry-run"],
                            catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    assert "14 LLM requests" in result.output and "prompt tokens" in result.output
+    assert "14 would be summarized (~14 LLM requests, ~" in result.output and "prompt tokens" in result.output
     assert server.calls() == []
     result = runner.invoke(cli, base + ["replay", "--from", "2026-11-01", "--to", "2026-11-04"], catch_exceptions=False)
     assert result.exit_code == 0, result.output

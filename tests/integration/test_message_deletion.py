@@ -190,7 +190,8 @@ def test_a_jsonl_deletion_row_deletes_in_file_order(store, settings, tmp_path):
         {"message_id": str(mid(77)), "deleted": True},                             # not stored: counted
     ]
     report = import_files(store, [_jsonl(tmp_path / "b.jsonl", rows)], settings)
-    assert (report.read, report.written, report.deletions, report.deleted, report.not_found) == (6, 3, 3, 2, 1)
+    assert (report.read, report.new, report.unchanged, report.deletions, report.deleted, report.not_found) == \
+        (6, 2, 1, 3, 2, 1)  # MESSAGES[2] was stored by the first import
     stored = {m["message_id"] for m in store.find_messages(message_ids=[mid(n) for n in (1, 2, 3, 4, 20, 21)])}
     assert stored == {mid(2), mid(3), mid(4), mid(21)}
     assert {(q["partition"], q["day"]) for q in store.queued_days()} == {(f"guild:{G}", D("2026-11-01")),

@@ -12,7 +12,7 @@ import pytest
 
 from pipeline.errors import InputError
 from pipeline.ingest import MessageIn, validate
-from pipeline.ingest.discord import read_discord
+from pipeline.ingest.discord import Skipped, read_discord
 
 UTC = dt.timezone.utc
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "discord"
@@ -25,7 +25,7 @@ def parsed(path, **kwargs) -> tuple[dict[str, MessageIn], list[str]]:
     """Kept messages by id, and the `where` of every skipped one."""
     kept, skipped = {}, []
     for where, row in read_discord(path, **kwargs):
-        if row is None:
+        if isinstance(row, Skipped):
             skipped.append(where)
         else:
             msg = validate(row)
@@ -43,6 +43,8 @@ def test_fixture_copies_match_shared(name):
 def test_guild_export_keeps_human_messages_and_skips_bot_and_system():
     kept, skipped = parsed(GUILD)
     assert skipped == ["message 1190000000000000001", "message 1190000000000000005"]  # join, bot
+    reasons = {where: row for where, row in read_discord(GUILD) if isinstance(row, Skipped)}
+    assert list(reasons.values()) == ["system message", "bot author"]  # what the import report counts
     assert list(kept) == [f"message 119000000000000000{i}" for i in (2, 3, 4, 6, 7, 8)]
     for msg in kept.values():
         assert msg.visibility == "public"

@@ -77,7 +77,7 @@ def test_reads_lines_and_ignores_blank_ones(tmp_path, settings):
     assert [w for w, _ in read_jsonl(path)] == ["line 1", "line 3"]
     store = RecordingStore()
     report = import_files(store, [path], settings)
-    assert report == IngestReport(read=2, written=2, skipped=0, cut=0)
+    assert report == IngestReport(read=2, new=2)
     assert store.transactions == 1
     first, second = store.messages
     assert first["partition"] == "guild:1150000000000000001"
@@ -156,7 +156,7 @@ def test_long_text_is_cut_not_rejected(tmp_path):
     path = write_jsonl(tmp_path / "in.jsonl", [row(text="x" * 21), row(message_id=2, text="y" * 20)])
     store = RecordingStore()
     report = import_files(store, [path], settings)
-    assert report == IngestReport(read=2, written=2, skipped=0, cut=1)
+    assert report == IngestReport(read=2, new=2, cut=1)
     assert store.messages[0]["text"] == "x" * 19 + "…"
     assert len(store.messages[0]["text"]) == 20
     assert store.messages[1]["text"] == "y" * 20
@@ -165,7 +165,7 @@ def test_long_text_is_cut_not_rejected(tmp_path):
 def test_empty_text_is_skipped(tmp_path, settings):
     path = write_jsonl(tmp_path / "in.jsonl", [row(text="  "), row(message_id=2)])
     store = RecordingStore()
-    assert import_files(store, [path], settings) == IngestReport(read=2, written=1, skipped=1, cut=0)
+    assert import_files(store, [path], settings) == IngestReport(read=2, new=1, skipped_by={"empty": 1})
 
 
 def test_one_channel_cannot_have_two_visibilities(tmp_path, settings):
@@ -257,7 +257,7 @@ def test_rows_the_quick_pass_does_not_take_are_judged_field_by_field(tmp_path, s
     rows = [row(message_id=1, user_name=Text("Ana"), text=Text("hi"), channel_id="1170000000000000010"),
             row(message_id=2, visibility="dm", guild_id=None, channel_id=99, is_group="false"),
             row(message_id=3, channel_id=1170000000000000010)]
-    assert ingest_messages(store, rows, settings).written == 3
+    assert ingest_messages(store, rows, settings).new == 3
     assert {m["channel_id"] for m in store.messages} == {1170000000000000010, 99}
     assert store.channels[-1]["one_to_one"] is True  # is_group "false": said to be one-to-one
     with pytest.raises(InputError, match="is_group: expected true or false, got 'maybe'"):
