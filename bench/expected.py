@@ -39,7 +39,7 @@ from typing import Iterable
 from zoneinfo import ZoneInfo
 
 from pipeline.config import SummaryLengths
-from pipeline.stages.recent import render_recent, render_week, week_room
+from pipeline.stages.recent import render_recent, render_week, week_room, where_labels
 
 
 @dataclass
@@ -178,8 +178,11 @@ def minimum(act: Activity, window: list[dt.date], day1: dt.date, *, stored_day1:
         for user in day1_users[scope] | hist_users[scope]:
             contexts += 1
             sources = _sources(act, scope, user, dm_speakers)
-            today = [instant_text(act.first_name[(s, day1, user)][1]) for s in sources if user in day1_users[s]]
-            week = [weeks[(s, user)][0] for s in sources if (s, user) in weeks]
+            today_src = [s for s in sources if user in day1_users[s]]
+            week_src = [s for s in sources if (s, user) in weeks]
+            where = where_labels(scope, today_src + week_src)  # dated lines, labelled in DM scopes
+            today = [(day1, instant_text(act.first_name[(s, day1, user)][1]), where[s]) for s in today_src]
+            week = [(day1, weeks[(s, user)][0], where[s]) for s in week_src]
             merge += len(render_recent(today, week)) > lengths.context_chars
     return {"daily": daily, "historical": historical, "merge": merge,
             "total": daily + historical + merge, "contexts": contexts}

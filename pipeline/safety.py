@@ -6,6 +6,9 @@ error, a log line or a stored reason.
   uses it; the nightly fact extraction is meant to reuse it.
 - `redact(text)`: secret token formats and every registered secret value (the configured API
   key, registered by the Gemini client) replaced by `[redacted]`.
+- For text a bot pastes into its own prompt (contexts, pipeline/summarize/safe_text.py):
+  `reads_unsafe(text)` (refusal_reason, behind a fast screen: it is asked of every sentence a
+  summary may quote), `defang(text)` (markup made plain text) and `safe_name(name)`.
 
 Matching runs on normalised text so that disguises do not help: NFKC (fullwidth and mathematical
 letters become ASCII), format characters (Unicode category Cf: zero-width spaces and joiners)
@@ -18,6 +21,7 @@ orders to the bot ("always say yes") and values of secrets are refused.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
@@ -268,3 +272,117 @@ def redact(text: str, *values: str | None) -> str:
     for pattern in _NAMED_VALUES:
         text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
     return text
+
+
+# ------------------------------------------------------------------ text pasted into a prompt
+
+# A fast screen in front of refusal_reason, for text checked in bulk (every sentence a summary may
+# quote, every line of every context): refusal_reason costs ~0.3 ms a sentence, the screen ~20 µs.
+# It answers "maybe" unless the text is plain (ASCII, plus characters normalisation leaves alone
+# and that are no letter or digit: emoji, “ ” … · –; format characters and combining marks are
+# removed, as `_strip` does) and holds none of the literals every pattern above needs. Those are
+# looked for in its lower-case letters alone with digits read as letters ("1gn0r3"), so spacing,
+# punctuation and spaced-out letters do not hide them. tests/unit/test_safe_text.py checks the
+# screen against refusal_reason on tests/unit/test_safety.py's texts and more.
+_STEMS = """ignor disregard forget overrid bypass discard abandon setaside follow obey olvid omite descarta oubli
+vergiss vergesst vergessen missachte esquec desconsider dimentic negeer vergeet zapomnij youarenow yourenow yournow
+fromnowon newinstruction newrule newsysteminstruction newsystemrule yournew actas behaveas roleplayas poseas pretend
+systemprompt systemmessage systeminstruction developermode godmode danmode jailbreakmode unrestrictedmode
+unfilteredmode developermessage developerinstruction jailbr instructions prompt guidelines rules always never
+replyonly respondonly answeronly youmustonly youshouldonly youshallonly youwillonly youhavetoonly youneedtoonly"""
+
+
+def _trie(words: list[str]) -> str:
+    """One regex for many literals, branching letter by letter (sre tries an alternation's
+    branches one by one: a flat one of 65 literals is three times slower). A literal that is the
+    prefix of another stands for both."""
+    if "" in words:
+        return ""
+    groups: dict[str, list[str]] = {}
+    for w in sorted(set(words)):
+        groups.setdefault(w[0], []).append(w[1:])
+    alts = [re.escape(c) + _trie(tails) for c, tails in groups.items()]
+    return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+
+_INSTRUCTION_STEMS = re.compile(_trie(_STEMS.split()).encode())
+_ROLE_STEMS = re.compile(rb"system|assistant|developer|user")  # "system:" needs a colon too
+_HEADING_STEMS = re.compile(rb"instruction|system|assistant|user|response|prompt|newrule")  # "### system" a "#"
+_SECRET_STEMS = re.compile(  # on the lower-cased text: the secret rules do not join spaced letters
+    rb"\b(?:pass|pwd|pins?\b|seed|recovery|mnemonic|contrasena|mot de passe|mdp|kennwort|senha|api\W?key|apikey|"
+    rb"access key|secret|token|private|backup code|2fa|otp|bearer|begin)|eyj|xox|hooks\.slack|[a-z0-9+/=_\-]{16,}")
+_FOLDED = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ013457@$"  # what _CONFUSABLES and casefold make ASCII letters
+_TO_LETTERS = bytes.maketrans(_FOLDED, b"abcdefghijklmnopqrstuvwxyzoieastas")
+_NOT_LETTERS = bytes(c for c in range(256) if not (97 <= c <= 122 or c in _FOLDED))
+
+
+@functools.lru_cache(maxsize=4096)
+def _inert(c: str) -> str | None:
+    """A non-ASCII character as the screen reads it: "" when normalisation removes it (a format
+    character, a combining mark), itself when it is punctuation, a symbol or a space that NFKC
+    leaves alone (… reads as dots), None when it could be or become a letter or digit."""
+    category = unicodedata.category(c)
+    if category in ("Cf", "Mn"):
+        return ""
+    if c == "…" or (category[0] in "PSZ" and unicodedata.normalize("NFKC", c) == c):
+        return c
+    return None
+
+
+def _screenable(text: str) -> str | None:
+    if text.isascii():
+        return text
+    out = []
+    for c in text:
+        kept = c if c < "\x80" else _inert(c)
+        if kept is None:
+            return None
+        out.append(kept)
+    return "".join(out)
+
+
+def _may_refuse(text: str) -> bool:
+    """False only when refusal_reason(text) is None for certain."""
+    plain = _screenable(text)
+    # a tag needs both its brackets ("<3" alone is no tag)
+    if plain is None or ("<" in plain and ">" in plain) or ("[" in plain and "]" in plain):
+        return True
+    ascii_ = plain.encode("ascii", "replace")  # an inert character reads "?", a non-word character
+    letters = ascii_.translate(_TO_LETTERS, _NOT_LETTERS)
+    if (_INSTRUCTION_STEMS.search(letters) or (":" in plain and _ROLE_STEMS.search(letters))
+            or ("#" in plain and _HEADING_STEMS.search(letters))):
+        return True
+    return _SECRET_STEMS.search(ascii_.lower()) is not None
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def reads_unsafe(text: str) -> bool:
+    """refusal_reason(text) is not None — an instruction to the reading bot or a secret — behind
+    the fast screen (and a cache: a summary's sentences recur in many contexts)."""
+    return _may_refuse(text) and refusal_reason(text) is not None
+
+
+_PLAIN_MARKUP = str.maketrans({"<": "‹", ">": "›", "＜": "‹", "＞": "›", "﹤": "‹", "﹥": "›", "`": "'", "｀": "'"})
+_ROLE_COLON = re.compile(r"\b(system|assistant|developer|user|human|model|tool)\s*[:：]", re.IGNORECASE)
+_ROLE_BRACKET = re.compile(r"\[(\s*/?\s*(?:inst|system|sys|assistant|user)\s*)\]", re.IGNORECASE)
+_TILDE_FENCE = re.compile(r"~{3,}")
+
+
+def defang(text: str) -> str:
+    """`text` with markup-like sequences made plain, so that nothing in it can open or close a
+    prompt section: angle brackets become ‹ › (no tag, "<3" reads "‹3"), backticks ' (no code
+    fence), a role marker's colon " -" ("system: obey" reads "system - obey"), "[INST]" "(INST)",
+    and a run of tildes two. Idempotent."""
+    text = text.translate(_PLAIN_MARKUP)
+    text = _ROLE_COLON.sub(r"\1 -", text)
+    text = _ROLE_BRACKET.sub(r"(\1)", text)
+    return _TILDE_FENCE.sub("~~", text)
+
+
+def safe_name(name: str | None, placeholder: str = "this member") -> str:
+    """A display name as a context may show it: on one line, defanged; `placeholder` when it is
+    empty or reads as an instruction, a role marker or a secret ("System", "ignore all rules")."""
+    name = " ".join((name or "").split())
+    if not name or any(reads_unsafe(form) for form in (name, f"{name}:", f"# {name}")):
+        return placeholder
+    return defang(name)

@@ -4,6 +4,7 @@ keep or forget, and long-term memory as people read it."""
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import pathlib
 
 import click
@@ -48,10 +49,11 @@ def context_cmd(state: State, scope, user_id, query, budget, as_json):
 
     if budget is not None and query is None:
         raise click.UsageError("--budget limits the hits --query adds; give --query too (or leave --budget out)")
+    store = state.store()
     if query is None:
-        c = get_context(scope, user_id, store=state.store())
+        c = get_context(scope, user_id, store=store)
     else:
-        c = get_context(scope, user_id, query=query, budget_tokens=budget, store=state.store(),
+        c = get_context(scope, user_id, query=query, budget_tokens=budget, store=store,
                         settings=state.settings)  # this command's --config, not the process default
     if c is None:
         matched = f" and no memory {scope} may read matches {query!r}" if query is not None else ""
@@ -61,9 +63,12 @@ def context_cmd(state: State, scope, user_id, query, budget, as_json):
         click.echo(f"no related memories added for {query!r}: nothing {scope} may read matches it "
                    f"that the context does not hold already, within "
                    f"{budget or state.settings.search.context_budget_tokens} tokens", err=True)
+    day1 = _current_day1(state, store, scope)
     if as_json:
-        _echo_json(c._asdict() | {"hits": [hit_json(i, h) for i, h in enumerate(c.hits, 1)]})
+        _echo_json(c._asdict() | {"hits": [hit_json(i, h) for i, h in enumerate(c.hits, 1)]}
+                   | {"current_day1": day1, "stale_days": max((day1 - c.as_of_day).days, 0)})
     else:
+        click.echo(age_note(scope, c.as_of_day, c.made_at, day1), err=True)  # stdout: the text a bot reads
         click.echo(c.text)
 
 
@@ -73,15 +78,42 @@ def context_cmd(state: State, scope, user_id, query, budget, as_json):
 @json_option
 @click.pass_obj
 def contexts_cmd(state: State, scope, user_id, as_json):
-    """List context rows (all, or one scope's / one user's)."""
-    rows = state.store().contexts(scope, user_id)
+    """List context rows (all, or one scope's / one user's), each under a header: scope, user, the
+    day 1 it was made for and when, and whether it is degraded or stale (older than its scope's
+    current day 1)."""
+    store = state.store()
+    rows = store.contexts(scope, user_id)
+    day1s = {s: _current_day1(state, store, s) for s in {r["scope"] for r in rows}}
     if as_json:
-        _echo_json(rows)
+        _echo_json([r | {"current_day1": (d1 := day1s[r["scope"]]), "stale_days": max((d1 - r["as_of_day"]).days, 0)}
+                    for r in rows])
         return
     for r in rows:
         flag = " [degraded]" if r["degraded"] else ""
-        click.echo(f"== {r['scope']} user {r['user_id']} (as of {r['as_of_day']}){flag}")
+        note = age_note(r["scope"], r["as_of_day"], r["made_at"], day1s[r["scope"]])
+        click.echo(f"== {r['scope']} user {r['user_id']}: {note}{flag}")
         click.echo(r["context"])
+
+
+def _current_day1(state: State, store, scope: str) -> dt.date:
+    """The scope's day 1 now: today in its guild's timezone (a restricted channel's guild's; a DM's
+    and an unknown channel's: the default timezone), by the command's clock."""
+    kind, _, ident = scope.partition(":")
+    guild = int(ident) if kind == "guild" else None
+    if kind == "channel":
+        guild = (store.channels([int(ident)]).get(int(ident)) or {}).get("guild_id")
+    return state.clock().astimezone(state.settings.timezones.for_guild(guild)).date()
+
+
+def age_note(scope: str, as_of: dt.date, made_at: dt.datetime, day1: dt.date) -> str:
+    """"as of <day 1> (made <UTC time>)", and when it is older than the scope's current day 1,
+    by how many days: its "Today" is not today (README, `mempipe context`)."""
+    note = f"as of {as_of.isoformat()} (made {made_at.astimezone(dt.timezone.utc):%Y-%m-%d %H:%M} UTC)"
+    behind = (day1 - as_of).days
+    if behind > 0:
+        note += (f"; STALE: {behind} day{'s' if behind != 1 else ''} older than {scope}'s current day 1, "
+                 f"{day1.isoformat()} (`mempipe run` brings it up to date)")
+    return note
 
 
 # ---------------------------------------------------------------- facts

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import logging
 from collections import defaultdict
 from typing import Callable, Iterable
 
@@ -28,14 +29,18 @@ from ..calendar import Scope, parse_scope
 from ..hashing import input_hash
 from ..memory.audience import is_one_to_one, source_partitions
 from ..memory.profile import profile_key, render, visible
+from ..safety import safe_name
 from ..store import StageStorage
 from ..store.derived import CONTEXT_STATE
+from ..summarize.safe_text import SAFE_TEXT, clean
 from .context import RunContext
 from .historical import BUILT_FROM_DEGRADED
-from .recent import RENDER, RENDER_CUT, keeps_stored, render_recent, render_recent_within, word_marks
+from .recent import (RENDER, RENDER_CUT, dated, join_recent, keeps_stored, recent_parts, render_recent_within,
+                     where_labels, word_marks)
 from .refresh import Item, ItemStatus, next_attempts, refresh_item
 
 Day1For = Callable[[int | None], dt.date]  # guild id (None for DMs) -> that guild's day 1
+log = logging.getLogger(__name__)
 
 
 class MergeInputs:
@@ -118,7 +123,7 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
     key_of = (str(scope), user_id)
     as_of = day1_for(inputs.guild_of(str(scope)))
     sources = inputs.source_partitions(scope, user_id)
-    name = inputs.name(scope, user_id) or "this member"
+    name = safe_name(inputs.name(scope, user_id))  # a name shown in the context, safe to paste
     memory = ctx.settings.memory
     facts = visible(inputs.fact_rows.get(user_id, ()), sources, as_of)  # same audience rule as summaries
     day1_rows, hist_rows = [], []
@@ -128,8 +133,11 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
             day1_rows.append(row)
         if hist := inputs.hist.get((partition, d1, user_id)):
             hist_rows.append(hist)
-    day1 = "\n".join(r["summary"] for r in day1_rows)
-    historical = "\n".join(r["summary"] for r in hist_rows)
+    # what a render shows and a merge is given: lines that say when (and in a DM scope where), safe to paste
+    where = where_labels(str(scope), [r["partition"] for r in day1_rows + hist_rows])
+    today, week = recent_parts([(r["day"], r["summary"], where[r["partition"]]) for r in day1_rows],
+                               [(r["day"], r["summary"], where[r["partition"]]) for r in hist_rows])
+    day1, historical = "\n".join(today), "\n".join(week)
     stored = inputs.contexts.get(key_of)
     if not facts and not day1 and not historical:
         _remove_stale(ctx, inputs, key_of, as_of)
@@ -137,13 +145,13 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
     # the forgotten facts of every partition this context reads (stages/forgetting.py)
     forgotten = ctx.forgetting().applied(sources, [user_id], [name, day1, historical, *(f["text"] for f in facts)])
     pkey = profile_key(name, facts, max_words=memory.profile_words, same_fact=memory.same_fact) if facts else None
-    rendered = render_recent([r["summary"] for r in day1_rows], [r["summary"] for r in hist_rows])
+    rendered = join_recent(today, week)
     renders = len(rendered) <= ctx.settings.summary.context_chars  # fits: the render is the recent part
     fingerprint = RENDER if renders else ctx.summarizer.fingerprint("merge")
     recent_key = input_hash("recent", name, fingerprint, day1, historical,
                             forgotten.key()) if day1 or historical else None
     last_active = None if recent_key else inputs.last_active(sources, user_id, as_of, facts)
-    key = input_hash("merge", str(scope), user_id, name, pkey, recent_key, last_active, forgotten.key())
+    key = input_hash("merge", str(scope), user_id, name, pkey, recent_key, last_active, forgotten.key(), SAFE_TEXT)
     made_from = {
         "profile": pkey,
         "day1": [[r["partition"], r["day"].isoformat(), r["input_hash"]] for r in day1_rows],
@@ -178,18 +186,20 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
                 # a same-day refresh after this day 1's merge, with a material change: today's
                 # texts with the past week cut to fit, no call; the next run of another kind
                 # (rollover, run, replay) merges with the model (its key differs from this row's)
-                recent = render_recent_within([r["summary"] for r in day1_rows], [r["summary"] for r in hist_rows],
-                                              ctx.settings.summary.context_chars)
+                recent = render_recent_within(today, week, ctx.settings.summary.context_chars)
                 recent_hash = input_hash("recent", name, RENDER_CUT, day1, historical, forgotten.key())
                 row_key = input_hash("merge", str(scope), user_id, name, pkey, recent_hash, last_active,
-                                     forgotten.key())
+                                     forgotten.key(), SAFE_TEXT)
                 made_from["day1_words"] = word_marks(day1)
                 ctx.stats.contexts_rendered += 1
             else:
                 outcome = await ctx.summarizer.merge(name, day1, historical)
                 ctx.stats.record(outcome)
                 ctx.stats.summarized += 1
-                recent, degraded_reason = outcome.value, outcome.degraded_reason
+                # each line says when: the answer's own dated lines, the rest under the days merged
+                first = min([r["day"] for r in day1_rows] + [r["day"] - dt.timedelta(days=6) for r in hist_rows])
+                recent = dated(outcome.value, first, as_of, ", ".join(dict.fromkeys(w for w in where.values() if w)))
+                degraded_reason = outcome.degraded_reason
                 own_reason = degraded_reason
                 made_from["day1_words"] = word_marks(day1)  # the basis of the next refresh's rule
         else:
@@ -197,11 +207,17 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
         if recent_key:
             if degraded_reason is None and any(r["degraded"] for r in day1_rows + hist_rows):
                 degraded_reason = BUILT_FROM_DEGRADED
-            recent = forgotten.scrub(recent, user_id, name)
+            recent = clean(forgotten.scrub(recent, user_id, name)).text
         parts = [profile.text(), recent, f"Last active: {last_active.isoformat()}" if last_active else ""]
+        # the final check: nothing in a stored context reads as an instruction to the bot that
+        # pastes it, carries a secret or is markup (pipeline/summarize/safe_text.py)
+        text, left_out = clean(forgotten.scrub("\n\n".join(p for p in parts if p), user_id, name))
+        if left_out:
+            log.info("context %s user %s: left out %d sentence(s) that read as an instruction to the bot or "
+                     "carry a secret", scope, user_id, left_out)
         ctx.writer.context({
             "scope": str(scope), "user_id": user_id,
-            "context": forgotten.scrub("\n\n".join(p for p in parts if p), user_id, name),
+            "context": text,
             "as_of_day": as_of, "made_at": ctx.now(), "input_hash": row_key, "inputs": made_from,
             "degraded": degraded_reason is not None, "degraded_reason": degraded_reason,
             "attempts": attempts if attempts is not None else next_attempts(existing, own_reason),

@@ -15,6 +15,13 @@ what exceeds its budget is sent to the summarizer.
 
 A same-day hourly refresh re-merges a context that needs the model only when its inputs changed
 materially (`keeps_stored`, the rule is in ARCHITECTURE.md, "Merge without a model when it fits").
+
+Every line says when it is from (issue 15): "Today, 2026-11-07: …" (each partition's own day 1), a
+rendered week's "2026-11-06: …", a condensed week's "2026-11-01–2026-11-06: …", a merge's lines
+the days it covers (`dated`); and in a DM scope that reads other partitions, where: a label by
+kind ("this DM", "server", "private channel", "other DM", numbered when there are several),
+never a channel's or a guild's name (`where_labels`). Each line is made safe to paste into a
+bot's prompt (pipeline/summarize/safe_text.py) before its length is measured.
 """
 
 from __future__ import annotations
@@ -22,23 +29,31 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
+from collections import Counter
 from typing import Iterable, Mapping
 
+from ..summarize.safe_text import clean, clean_line
 from ..summarize.text import content_tokens, shorten
 
-RENDER = "render-1"  # in the input hash of a rendered historical row or recent part
-RENDER_CUT = "render-cut-1"  # a same-day refresh's render cut to fit (never taken for a model's merge)
+# In the input hash of a rendered historical row or recent part (2: dated "Today, <day>" lines,
+# partition labels in DM scopes, text made safe to paste).
+RENDER = "render-2"
+RENDER_CUT = "render-cut-2"  # a same-day refresh's render cut to fit (never taken for a model's merge)
 # A same-day refresh re-merges once this share of today's distinct content words is new since the
 # stored recent part was made (a quarter: a day summary of ~300 characters has 25-40 such words,
 # so about one new sentence's worth).
 REMERGE_NOVEL_SHARE = 0.25
 _WEEK_LABEL = re.compile(r"^Past week[^:\n]{0,40}:\s*")
+_DATED = re.compile(r"^(\d{4}-\d{2}-\d{2}(?:–\d{4}-\d{2}-\d{2})?): ")  # a line's own "<day>: " or "<day>–<day>: "
+_WHEN = re.compile(r"^(?:Today, |Past week: )?\d{4}-\d{2}-\d{2}")  # a line that says when it is from
+_KINDS = {"guild": "server", "channel": "private channel", "dm": "other DM"}
+Entry = tuple[dt.date, str, str]  # (the row's day 1, its text, where: a partition label or "")
 
 
 def week_room(lengths) -> int:
     """The characters a historical row may pass through whole: a context of one partition whose
     day 1 is within `daily_chars` then renders within `context_chars` (labels included)."""
-    labels = len(render_recent(["x"], ["Past week: y"])) - len("x") - len("Past week: y")  # "Today: ", a newline
+    labels = len(today_line(dt.date(2000, 1, 1), "x")) - len("x") + 1  # "Today, <day>: ", a newline
     return max(lengths.historical_chars, lengths.context_chars - lengths.daily_chars - labels)
 
 
@@ -46,23 +61,98 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def _at(when: str, where: str) -> str:
+    return f"{when} [{where}]" if where else when
+
+
+def where_labels(scope: str, partitions: Iterable[str]) -> dict[str, str]:
+    """Each partition's label in a context of `scope`: none outside DM scopes, nor in a DM context
+    that reads only its own DM; otherwise "this DM" for the scope's own, and the kind of any other
+    ("server", "private channel", "other DM", numbered in partition order when a context reads
+    several of a kind). Never a name: a restricted channel's or another DM's is for its own
+    audience, and the reader may have left it since."""
+    parts = sorted(set(partitions))
+    if not scope.startswith("dm:") or set(parts) <= {scope}:
+        return {p: "" for p in parts}
+    kind_of = {p: p.partition(":")[0] for p in parts if p != scope}
+    many = Counter(kind_of.values())
+    seen: Counter = Counter()
+    labels = {scope: "this DM"} if scope in parts else {}
+    for p, kind in kind_of.items():
+        seen[kind] += 1
+        labels[p] = _KINDS.get(kind, kind) + (f" {seen[kind]}" if many[kind] > 1 else "")
+    return labels
+
+
 def render_week(dailies: Iterable[tuple[dt.date, str]]) -> str:
     """"Past week: <date>: <daily>" one line a day, newest first (the day's own absolute date:
-    the text stays true on any later day 1, as the historical input hash requires)."""
+    the text stays true on any later day 1, as the historical input hash requires), each line
+    made safe to paste (a line left with nothing is left out)."""
     days = sorted(dailies, key=lambda d: d[0], reverse=True)
-    lines = [f"{day.isoformat()}: {_one_line(text)}" for day, text in days if _one_line(text)]
+    lines = [line for day, text in days if _one_line(text)
+             and (line := clean_line(f"{day.isoformat()}: {_one_line(text)}").text)]
     if not lines:
         return "Past week: active on " + ", ".join(day.isoformat() for day, _t in days)
     return "Past week: " + "\n".join(lines)
 
 
-def render_recent(day1: Iterable[str], weeks: Iterable[str]) -> str:
-    """Today's summaries (one line a source partition, the scope's own first), then the past
-    week's texts, each under one label (a historical text's own "Past week…:" label is dropped)."""
-    today = [line for text in day1 if (line := _one_line(text))]
-    week = [_WEEK_LABEL.sub("", text.strip(), count=1) for text in weeks if text.strip()]
-    parts = (["Today: " + "\n".join(today)] if today else []) + (["Past week: " + "\n".join(week)] if week else [])
-    return "\n".join(parts)
+def today_line(day: dt.date, text: str, where: str = "") -> str:
+    """"Today, <day>[ [where]]: <summary>" on one line, made safe to paste ("" when nothing is left)."""
+    return clean_line(f"{_at('Today, ' + day.isoformat(), where)}: {_one_line(text)}").text if text.strip() else ""
+
+
+def week_lines(day1: dt.date, text: str, where: str = "") -> str:
+    """A historical row's text as a context shows it: a rendered week's dated lines (each with
+    `where`), or a condensed week on one line under the days it covers, "<day 7>–<day 2>: …";
+    its own "Past week…:" label dropped, every line made safe to paste."""
+    body = _WEEK_LABEL.sub("", text.strip(), count=1)
+    lines = [ln for ln in body.split("\n") if ln.strip()]
+    if lines and all(_DATED.match(ln) for ln in lines):
+        lines = [_DATED.sub(lambda m: _at(m.group(1), where) + ": ", ln, count=1) for ln in lines]
+    elif lines:
+        covered = f"{(day1 - dt.timedelta(days=6)).isoformat()}–{(day1 - dt.timedelta(days=1)).isoformat()}"
+        lines = [f"{_at(covered, where)}: {_one_line(body)}"]
+    return "\n".join(made for ln in lines if (made := clean_line(ln).text))
+
+
+def recent_parts(day1: Iterable[Entry], weeks: Iterable[Entry]) -> tuple[list[str], list[str]]:
+    """Today's lines (one a source partition, the scope's own first) and the past week's texts,
+    labelled and made safe: what a render shows and a merge is given."""
+    today = [line for day, text, where in day1 if (line := today_line(day, text, where))]
+    week = [block for day, text, where in weeks if (block := week_lines(day, text, where))]
+    return today, week
+
+
+def join_recent(today: list[str], week: list[str]) -> str:
+    """Today's lines, then the past week's under one "Past week: " label."""
+    return "\n".join(today + (["Past week: " + "\n".join(week)] if week else []))
+
+
+def render_recent(day1: Iterable[Entry], weeks: Iterable[Entry]) -> str:
+    """The recent part of a context without a model: `join_recent` of `recent_parts`."""
+    return join_recent(*recent_parts(day1, weeks))
+
+
+def dated(text: str, first: dt.date, last: dt.date, where: str = "") -> str:
+    """A summarizer's merge of today and the past week with every line saying when: a line that
+    starts with its day is kept; the others, joined into one line, are labelled with the days
+    the merge covers, "<first>–<last>[ [where]]: …". Idempotent."""
+    out: list[str] = []
+    loose: list[str] = []
+    label = _at(f"{first.isoformat()}–{last.isoformat()}", where) + ": "
+
+    def flush() -> None:
+        if loose:
+            out.append(label + " ".join(loose))
+            loose.clear()
+    for line in (ln.strip() for ln in text.split("\n")):
+        if _WHEN.match(line):
+            flush()
+            out.append(line)
+        elif line:
+            loose.append(_one_line(line))
+    flush()
+    return "\n".join(out)
 
 
 _SHORTEST_CUT = 24  # characters: a text cut shorter than this says nothing, it is left out
@@ -83,16 +173,15 @@ def _common_cut(texts: list[str], fits) -> list[str]:
     return [shorten(t, lo) for t in texts] if lo >= _SHORTEST_CUT else []
 
 
-def render_recent_within(day1: list[str], weeks: list[str], limit: int) -> str:
-    """`render_recent` within `limit` characters without a model: the past week's texts are cut
-    first (to one common length, each at a word, newest lines first in a rendered week), then, if
-    today alone is too long, today's. What a same-day refresh shows between the model's merges."""
-    day1 = [_one_line(t) for t in day1 if t.strip()]
-    weeks = [w for w in weeks if w.strip()]
-    weeks = _common_cut(weeks, lambda ws: len(render_recent(day1, ws)) <= limit)
-    if len(render_recent(day1, weeks)) > limit:
-        day1 = _common_cut(day1, lambda ts: len(render_recent(ts, [])) <= limit)
-    return render_recent(day1, weeks)
+def render_recent_within(today: list[str], week: list[str], limit: int) -> str:
+    """`join_recent` of `recent_parts` within `limit` characters without a model: the past week's
+    texts are cut first (to one common length, each at a word, newest lines first in a rendered
+    week), then, if today alone is too long, today's lines. What a same-day refresh shows between
+    the model's merges (made safe again: a cut may end anywhere)."""
+    week = _common_cut(week, lambda ws: len(join_recent(today, ws)) <= limit)
+    if len(join_recent(today, week)) > limit:
+        today = _common_cut(today, lambda ts: len(join_recent(ts, [])) <= limit)
+    return clean(join_recent(today, week)).text
 
 
 def word_marks(text: str) -> list[str]:

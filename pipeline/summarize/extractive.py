@@ -1,21 +1,32 @@
 """The offline summarizer: no network, deterministic. It quotes each user's most salient
 sentences within the configured length budget (extractive summarisation), so nothing is
 invented and nothing crosses users. Its daily and fold facts come from the offline extractor
-(pipeline/memory/extract.py)."""
+(pipeline/memory/extract.py).
+
+Quoted chat is data (issue 15): each quotation is one sentence in “ ”, after its speaker's name
+(a name that reads as an instruction or a role marker shows as "this member"), with markup made
+plain (safe_text.as_data); a sentence that reads as an instruction to the bot or carries a secret
+(pipeline/safety.py) is never chosen — counted in `left_out` and logged."""
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import re
 from collections import defaultdict
 
 from ..hashing import input_hash
 from ..memory.extract import extract_facts
 from .base import Outcome, PartitionDay, Usage
+from ..safety import safe_name
 from .prompts import template_hash
+from .safe_text import as_data, clean_line, piece_unsafe
 from .text import mentions_fact, pick, salience, sentences, shorten
 
-ALGORITHM_VERSION = "extractive-2"  # 2: daily/fold facts, merge without facts, forget -> positions
+log = logging.getLogger(__name__)
+# 2: daily/fold facts, merge without facts, forget -> positions; 3: quotes safe to paste (instruction-
+# like and secret sentences left out, markup plain), safe names, the week's quotes attributed
+ALGORITHM_VERSION = "extractive-3"
 SEP = " · "
 
 
@@ -28,14 +39,22 @@ def _quote(s: str) -> str:
     return f"“{s}”"
 
 
-def _quoted_list(candidates: list[str], budget: int) -> str:
+def _quoted_list(candidates: list[str], budget: int) -> tuple[str, int]:
+    """The most salient sentences, quoted, within `budget`; and how many were left out because
+    they read as an instruction to the bot or carry a secret (as written, or as cut to fit)."""
     # Every sentence costs its two quotation marks; every one after the first also a separator.
     room = budget - 2
     if room < 8:
-        return ""
-    cut = [shorten(c, room) for c in candidates]
+        return "", 0
+    cut, left_out = [], 0
+    for c in candidates:
+        quoted = shorten(as_data(c), room)
+        if piece_unsafe(c) or piece_unsafe(quoted):
+            left_out += 1
+        elif any(ch.isalnum() for ch in quoted):  # a code fence made plain (three ') says nothing
+            cut.append(quoted)
     idx = pick(cut, room, sep_len=len(SEP) + 2)
-    return SEP.join(_quote(cut[i]) for i in idx)
+    return SEP.join(_quote(cut[i]) for i in idx), left_out
 
 
 class ExtractiveSummarizer:
@@ -44,6 +63,13 @@ class ExtractiveSummarizer:
 
     def __init__(self, lengths):
         self.lengths = lengths
+        self.left_out = 0  # sentences never quoted: instruction-like or secret (pipeline/safety.py)
+
+    def _count(self, left_out: int, what: str) -> None:
+        if left_out:
+            self.left_out += left_out
+            log.info("%s: left out %d sentence(s) that read as an instruction to the bot or carry a secret",
+                     what, left_out)
 
     def fingerprint(self, operation: str) -> str:
         return input_hash(ALGORITHM_VERSION, operation, template_hash(operation), self.lengths.model_dump())[:24]
@@ -63,7 +89,7 @@ class ExtractiveSummarizer:
             informative = any(salience(s) > 0 for s in per_user.get(uid, []))
             # only chatter, or no room to quote: still record that they were there
             absent = f"wrote {count} message{plural}" if informative else f"was present ({count} short message{plural})"
-            out[uid] = self._labelled(name, per_user.get(uid, []), absent)
+            out[uid] = self._labelled(name, per_user.get(uid, []), absent, f"daily {partition_day.partition} {partition_day.day}")
         return Outcome(out, self._usage(), facts=extract_facts(partition_day))
 
     async def fold(self, new: PartitionDay, previous: dict[int, str]) -> Outcome[dict[int, str]]:
@@ -71,35 +97,42 @@ class ExtractiveSummarizer:
         per_user: dict[int, list[str]] = defaultdict(list)
         for uid, name in new.speakers.items():
             old = previous.get(uid, "")
-            body = old.split(": ", 1)[1] if old.startswith(f"{name}: ") else ""
+            body = old.split(": ", 1)[1] if old.startswith(f"{safe_name(name)}: ") else ""
             per_user[uid].extend(s for s in sentences(body) if not _placeholder(s))
         for line in new.lines:
             per_user[line.user_id].extend(sentences(line.text))
-        out = {uid: self._labelled(name, per_user[uid], previous.get(uid, f"{name}: was present").split(": ", 1)[-1])
+        out = {uid: self._labelled(name, per_user[uid], previous.get(uid, "x: was present").split(": ", 1)[-1],
+                                   f"fold {new.partition} {new.day}")
                for uid, name in sorted(new.speakers.items())}
         return Outcome(out, self._usage(), facts=extract_facts(new))  # the new messages only
 
-    def _labelled(self, name: str, candidates: list[str], absent: str) -> str:
+    def _labelled(self, name: str, candidates: list[str], absent: str, what: str) -> str:
         """ "Name: “…” · “…”" within the daily budget, or "Name: <absent>" when nothing fits."""
         budget = self.lengths.daily_chars
-        label = shorten(f"{name}: ", max(budget // 3, 8))
-        quoted = _quoted_list(candidates, budget - len(label)) or absent
-        return shorten(label + quoted, budget)
+        label = shorten(f"{safe_name(name)}: ", max(budget // 3, 8))
+        quoted, left_out = _quoted_list(candidates, budget - len(label))
+        self._count(left_out, what)
+        # `absent` may be a model's running summary (a fold after the model failed): checked too
+        return clean_line(shorten(label + (quoted or absent), budget)).text or label + "was present"
 
     async def historical(self, name: str, dailies: list[tuple[dt.date, str]]) -> Outcome[str]:
         candidates: list[str] = []
+        shown = safe_name(name)
         for _day, text in sorted(dailies, key=lambda d: d[0], reverse=True):  # newest first wins ties
-            body = text.split(": ", 1)[1] if text.startswith(f"{name}: ") else text
+            body = text.split(": ", 1)[1] if text.startswith(f"{shown}: ") else text
             candidates.extend(s for s in sentences(body) if not _placeholder(s))
-        label = f"Past week ({len(dailies)} active day{'s' if len(dailies) != 1 else ''}): "
-        quoted = _quoted_list(candidates, self.lengths.historical_chars - len(label))
+        label = f"Past week ({len(dailies)} active day{'s' if len(dailies) != 1 else ''}): {shown}: "
+        quoted, left_out = _quoted_list(candidates, self.lengths.historical_chars - len(label))
+        self._count(left_out, "historical")
         return Outcome(shorten(label + (quoted or "only brief chatter"), self.lengths.historical_chars), self._usage())
 
     async def merge(self, name: str, day1: str, historical: str) -> Outcome[str]:
+        """Today, then the past week, each cut to what is left of `context_chars`. The merge stage
+        gives both as lines that already say when (pipeline/stages/recent.py): they are kept."""
         budget = self.lengths.context_chars
         parts: list[str] = []
         if day1:
-            parts.append("Today: " + "\n".join(day1.splitlines()))
+            parts.append(day1 if day1.startswith("Today") else "Today: " + "\n".join(day1.splitlines()))
         if historical:
             parts.append(historical if historical.startswith("Past week") else "Past week: " + historical)
         text = ""

@@ -14,6 +14,9 @@ too under until up very was we were what when where which while who why will wit
 yes yeah ok okay lol haha hey hi hello thanks thank oh um uh gonna wanna got get
 """.split())
 
+# The labels a context's lines start with (pipeline/stages/recent.py): when, and in a DM scope where.
+_KNOWN_LABELS = re.compile(r"^((?:(?:Facts|Today(?:, \d{4}-\d{2}-\d{2})?|Past week(?: \([^)]*\))?|"
+                           r"\d{4}-\d{2}-\d{2}(?:–\d{4}-\d{2}-\d{2})?)(?: \[[^\]\n]{1,40}\])?:\s+)+)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+|\s+·\s+")
 _TOKEN = re.compile(r"[\w']+", re.UNICODE)
 _SPACE = re.compile(r"\s+")
@@ -142,11 +145,11 @@ def scrub(text: str, facts: list[str], subject: str = "", about=()) -> str:
         if not line.strip():  # layout (a profile's blank lines) is kept as it is
             lines.append(line)
             continue
-        # A leading label ("Ana: ", "Today: ") is kept even when its first sentence goes.
-        # Labels are the "Name: " / "Today: " prefixes our summaries put before quoted text;
-        # a clause that states a forgotten fact is never kept as a label.
-        label_match = (re.match(r"^((?:[^:“\n]{1,80}:\s+)+)(?=“)", line)
-                       or re.match(r"^((?:Facts|Today|Past week(?: \([^)]*\))?):\s+)", line))
+        # A leading label ("Ana: ", "Today, 2026-11-07: ") is kept even when its first sentence goes.
+        # Labels are the "Name: " prefixes our summaries put before quoted text and the when
+        # (and where) labels of a context's lines (pipeline/stages/recent.py); a clause that
+        # states a forgotten fact is never kept as a label.
+        label_match = re.match(r"^((?:[^:“\n]{1,80}:\s+)+)(?=“)", line) or _KNOWN_LABELS.match(line)
         label = label_match.group(1) if label_match else ""
         if label and states(label):
             label, removed = "", True

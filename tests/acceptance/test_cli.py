@@ -49,8 +49,10 @@ def test_demo_flow_import_replay_context(mp):
     again = mp("replay", "--from", "2026-11-01", "--to", "2026-11-04").output
     assert "= 0 summarized + 34 passed through without a model + 0 failed" in again
     assert "34 unchanged since the last run" in again
-    ctx = mp("context", "--scope", f"guild:{G1}", "--user", str(ANA)).output
-    assert ctx.startswith("# Ana: long-term memory") and "\nToday: Ana:" in ctx  # the profile, then today
+    shown = mp("context", "--scope", f"guild:{G1}", "--user", str(ANA))
+    ctx = shown.stdout  # the text a bot reads; its age on stderr
+    assert ctx.startswith("# Ana: long-term memory") and "\nToday, 2026-11-04: Ana:" in ctx  # the profile, then today
+    assert shown.stderr.startswith("as of 2026-11-04 (made ")
     as_json = json.loads(mp("context", "--scope", f"guild:{G1}", "--user", str(ANA), "--json").output)
     assert as_json["as_of_day"] == "2026-11-04" and as_json["degraded"] is False
     runs = json.loads(mp("runs", "--json").output)

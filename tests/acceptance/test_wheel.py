@@ -119,7 +119,8 @@ def test_installed_wheel_runs_the_demo_outside_the_checkout(installed, outside):
     assert "read 90 messages" in cli("import", SAMPLE)
     assert re.search(r"14 partition-days", cli("replay", "--from", "2026-11-01", "--to", "2026-11-04"))
     contexts = cli("contexts")
-    assert f"== guild:{G1} user {ANA} (as of 2026-11-04)\n# Ana: long-term memory" in contexts
-    assert "\nToday: Ana:" in contexts
+    assert re.search(rf"^== guild:{G1} user {ANA}: as of 2026-11-04 \(made [^)]+ UTC\).*\n# Ana: long-term memory",
+                     contexts, flags=re.MULTILINE)
+    assert "\nToday, 2026-11-04: Ana:" in contexts
     assert "long-term memory" in cli("profile", "--scope", f"guild:{G1}", "--user", str(ANA))  # its template ships
     assert len(re.findall(r"^== ", contexts, flags=re.MULTILINE)) > 1

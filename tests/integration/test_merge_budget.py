@@ -97,7 +97,7 @@ def test_a_week_that_fits_is_rendered_and_one_that_exceeds_is_condensed_once(sto
     assert ctx.stats.historical_rendered == 1 and ctx.stats.contexts_rendered >= 1
     ana = _context(store, ANA)
     recent = ana["recent"]
-    assert recent.startswith("Today: ") and "Bought Miso a new bed." in recent.split("\n")[0]
+    assert recent.startswith("Today, 2026-11-04: ") and "Bought Miso a new bed." in recent.split("\n")[0]
     assert "2026-11-02: " in recent and "Miso sleeps on the balcony." in recent
     assert "2026-11-01: " in recent and "I adopted a cat named Miso." in recent
     assert len(recent) <= s.summary.context_chars
@@ -152,7 +152,7 @@ def test_hourly_refresh_re_merges_only_on_a_material_change_and_the_rollover_alw
         ctx, merges = refresh(4, 11, _bo_long(4, 11, "harbour crane"), CRANE)
         assert merges == [] and ctx.stats.contexts_rendered >= 1
         cut = _context(store, BO)
-        assert cut["recent"].startswith("Today: ") and "harbour crane" in cut["recent"]
+        assert cut["recent"].startswith("Today, 2026-11-04: ") and "harbour crane" in cut["recent"]
         assert len(cut["recent"]) <= s.summary.context_chars and cut["recent_hash"] != first["recent_hash"]
         # a run of another kind the same day merges with the model (the cut render is not its answer)
         mark = len(server.calls())

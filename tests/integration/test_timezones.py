@@ -77,8 +77,8 @@ def test_local_midnight_splits_days_per_guild(tz_env):
     assert result.exit_code == 0, result.output
     assert _daily_days(runner, base, f"guild:{LISBON_GUILD}") == ["2026-11-04", "2026-11-05"]
     ctx = runner.invoke(cli, base + ["context", "--scope", f"guild:{LISBON_GUILD}", "--user", "1160000000000000100"])
-    assert ctx.output.startswith("Today: Mia: “Just after local midnight now.”")
-    assert "Late night build session" in ctx.output  # now in the past week
+    assert ctx.stdout.startswith("Today, 2026-11-05: Mia: “Just after local midnight now.”")  # São Paulo's day
+    assert "\nPast week: 2026-11-04: Mia: “Late night build session" in ctx.stdout  # now in the past week
 
 
 def test_day_bounds_on_dst_change():

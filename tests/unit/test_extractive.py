@@ -227,12 +227,13 @@ def test_historical_quotes_only_from_the_dailies_and_is_deterministic(summarizer
     assert pieces
     for piece in pieces:
         assert piece.rstrip("…") in source
-    assert "Ana: " not in first  # the daily label is not repeated
+    # attributed once: the week's label names whose words they are, each daily's label is not repeated
+    assert first.startswith("Past week (3 active days): Ana: “") and first.count("Ana: ") == 1
 
 
 def test_historical_of_only_chatter_days(summarizer):
     dailies = [(DAY, "Ana: was present (2 short messages)")]
-    assert run(summarizer.historical("Ana", dailies)).value == "Past week (1 active day): only brief chatter"
+    assert run(summarizer.historical("Ana", dailies)).value == "Past week (1 active day): Ana: only brief chatter"
 
 
 # ---------------------------------------------------------------- merge

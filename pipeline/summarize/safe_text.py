@@ -1,0 +1,121 @@
+"""Text a bot pastes into its own prompt (issue 15): every context passes here before it is
+stored, and so does every summary text a context is rendered from.
+
+- A sentence that reads as an instruction to the reading bot or carries a secret — the rule of
+  `pipeline.safety.refusal_reason`, behind its fast screen `reads_unsafe` — is left out, with the
+  quotation it is in: quoted chat is never cut inside its quotation marks.
+- Markup-like sequences are made plain (`safety.defang`): no tag, code fence or role marker can
+  open or close a section of the prompt the text is pasted into.
+- A line keeps its shape: its markdown prefix ("# ", "- ") and its leading labels
+  ("Today, 2026-11-07 [server]: ", "Ana: ") stay in front of what they label. A line whose label
+  reads as an instruction is left out whole, and so is one that still reads as one once its
+  sentences have been checked one by one (a pattern across two quotations).
+
+`clean` is idempotent, so a stage may apply it at every step (a summary, its render, the whole
+context) and a cleaned text never changes again.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import NamedTuple
+
+from ..safety import defang, reads_unsafe
+from .text import sentences
+
+# In the input hash of every context (pipeline/stages/merge.py): a change to these rules makes
+# each context again once, without a model call where only this changed.
+SAFE_TEXT = "safe-text-1"
+_PREFIX = re.compile(r"[ \t]*(?:#{1,6}[ \t]+|[-*][ \t]+)?")
+# One label: up to 80 characters before ": ", no quotation mark and no sentence end inside.
+_LABEL = re.compile(r"(?:[^:“”\n.!?]|[.!?](?!\s)){1,80}:[ \t]+")
+# Where a line's body may be cut: a quotation mark (tracked), a sentence end, our " · " separator.
+_BOUNDARY = re.compile(r"[“”]|(?:(?<=[.!?])|(?<=[.!?][”\"]))[ \t]+|[ \t]+·[ \t]+")
+_QUOTED = re.compile(r"“([^“”]*)”|\"([^\"]*)\"")
+
+
+class Cleaned(NamedTuple):
+    text: str
+    dropped: int  # sentences (and whole lines) left out
+
+
+def piece_unsafe(piece: str) -> bool:
+    """Does this sentence (or quotation) read as an instruction or carry a secret: itself, without
+    its quotation marks, or any sentence quoted inside it?"""
+    core = piece.strip().strip("“”\"' ")
+    forms = {piece, core, *sentences(core)}
+    for m in _QUOTED.finditer(piece):
+        inner = m.group(1) if m.group(1) is not None else m.group(2)
+        forms.update((inner, *sentences(inner)))
+    return any(reads_unsafe(f) for f in forms if f)
+
+
+def _pieces(body: str) -> tuple[list[str], list[str]]:
+    """The body's sentences and the separators between them, never cut inside a quotation (an
+    unclosed one runs to the end of the line)."""
+    parts, seps, depth, start = [], [], 0, 0
+    for m in _BOUNDARY.finditer(body):
+        token = m.group()
+        if token == "“":
+            depth += 1
+        elif token == "”":
+            depth = max(depth - 1, 0)
+        elif depth == 0:
+            parts.append(body[start:m.start()])
+            seps.append(token)
+            start = m.end()
+    parts.append(body[start:])
+    return parts, seps
+
+
+@functools.lru_cache(maxsize=1 << 15)
+def clean_line(line: str) -> Cleaned:
+    """One line made safe to paste (its text "" when it is left out whole)."""
+    if not line.strip():
+        return Cleaned(line, 0)
+    prefix = _PREFIX.match(line).group()
+    rest = line[len(prefix):]
+    labels = []
+    while len(labels) < 4 and (m := _LABEL.match(rest)):
+        labels.append(m.group())
+        rest = rest[m.end():]
+    if any(reads_unsafe(label.strip()) for label in labels):
+        return Cleaned("", 1)
+    parts, seps = _pieces(rest)
+    kept: list[str] = []
+    dropped = 0
+    for i, part in enumerate(parts):
+        if not part.strip():
+            continue
+        if piece_unsafe(part):
+            dropped += 1
+            continue
+        if kept:
+            kept.append(seps[i - 1])
+        kept.append(part)
+    body = "".join(kept).strip()
+    if not body and dropped:
+        return Cleaned("", dropped)
+    out = (prefix + "".join(labels) + body).rstrip()
+    if reads_unsafe(out):
+        return Cleaned("", dropped + 1)
+    return Cleaned(defang(out), dropped)
+
+
+def clean(text: str) -> Cleaned:
+    """`text` safe to paste into a prompt, line by line (a line left out whole goes with its line
+    break; blank lines are kept as they are)."""
+    lines, dropped = [], 0
+    for line in text.split("\n"):
+        made = clean_line(line)
+        dropped += made.dropped
+        if made.text or not line.strip():
+            lines.append(made.text)
+    return Cleaned("\n".join(lines), dropped)
+
+
+def as_data(sentence: str) -> str:
+    """A chat sentence ready to be quoted: defanged, and its own curly quotation marks made
+    straight, so that the only “ ” on a line are the delimiters of quoted chat."""
+    return defang(sentence).replace("“", '"').replace("”", '"')
