@@ -40,21 +40,24 @@ def _quote(s: str) -> str:
 
 
 def _quoted_list(candidates: list[str], budget: int) -> tuple[str, int]:
-    """The most salient sentences, quoted, within `budget`; and how many were left out because
-    they read as an instruction to the bot or carry a secret (as written, or as cut to fit)."""
+    """The most salient sentences, quoted, within `budget`; and how many that would have been
+    chosen were left out because they read as an instruction to the bot or carry a secret (as
+    written, or as cut to fit). Only the chosen are checked (the check is the costly part): one
+    that fails is dropped and the choice made again."""
     # Every sentence costs its two quotation marks; every one after the first also a separator.
     room = budget - 2
     if room < 8:
         return "", 0
-    cut, left_out = [], 0
-    for c in candidates:
-        quoted = shorten(as_data(c), room)
-        if piece_unsafe(c) or piece_unsafe(quoted):
-            left_out += 1
-        elif any(ch.isalnum() for ch in quoted):  # a code fence made plain (three ') says nothing
-            cut.append(quoted)
-    idx = pick(cut, room, sep_len=len(SEP) + 2)
-    return SEP.join(_quote(cut[i]) for i in idx), left_out
+    # a code fence made plain (three ') says nothing: only sentences with a letter or digit
+    cut = [(q, c) for q, c in ((shorten(as_data(c), room), c) for c in candidates) if any(ch.isalnum() for ch in q)]
+    left_out = 0
+    while True:
+        idx = pick([q for q, _c in cut], room, sep_len=len(SEP) + 2)
+        unsafe = {i for i in idx if piece_unsafe(cut[i][1]) or piece_unsafe(cut[i][0])}
+        if not unsafe:
+            return SEP.join(_quote(cut[i][0]) for i in idx), left_out
+        left_out += len(unsafe)
+        cut = [qc for i, qc in enumerate(cut) if i not in unsafe]
 
 
 class ExtractiveSummarizer:
@@ -112,8 +115,9 @@ class ExtractiveSummarizer:
         label = shorten(f"{safe_name(name)}: ", max(budget // 3, 8))
         quoted, left_out = _quoted_list(candidates, budget - len(label))
         self._count(left_out, what)
-        # `absent` may be a model's running summary (a fold after the model failed): checked too
-        return clean_line(shorten(label + (quoted or absent), budget)).text or label + "was present"
+        if not quoted:  # `absent` may be a model's running summary (a fold after the model failed)
+            quoted = clean_line(absent).text or "was present"
+        return shorten(label + quoted, budget)
 
     async def historical(self, name: str, dailies: list[tuple[dt.date, str]]) -> Outcome[str]:
         candidates: list[str] = []

@@ -44,6 +44,8 @@ def piece_unsafe(piece: str) -> bool:
     """Does this sentence (or quotation) read as an instruction or carry a secret: itself, without
     its quotation marks, or any sentence quoted inside it?"""
     core = piece.strip().strip("“”\"' ")
+    if piece.strip() == f"“{core}”" and "“" not in core and "”" not in core:  # one quotation: its words
+        return any(reads_unsafe(f) for f in {core, *sentences(core)} if f)
     forms = {piece, core, *sentences(core)}
     for m in _QUOTED.finditer(piece):
         inner = m.group(1) if m.group(1) is not None else m.group(2)
