@@ -20,5 +20,6 @@ setup(
     packages=find_namespace_packages(include=["pipeline", "pipeline.*"], exclude=["*.__pycache__"])
     + list(DATA),
     package_dir=RESOURCES,
-    package_data=DATA,
+    # the status page's templates ship inside their (ordinary) package
+    package_data={**DATA, "pipeline.web": ["templates/*.j2"]},
 )

@@ -17,8 +17,12 @@ from .main import State, _echo_json, cli, json_option
               show_envvar=True, help="text (default) or json: one JSON object per line, e.g. per job run.")
 @click.option("--run-now", is_flag=True, envvar="MEMPIPE_RUN_NOW", show_envvar=True,
               help="Run the refresh as soon as this process becomes leader (else: scheduler.run_on_start).")
+@click.option("--http", "http_address", metavar="HOST:PORT", default=None, envvar="MEMPIPE_HTTP", show_envvar=True,
+              help="Also serve the status page (/), /healthz and /metrics (Prometheus) on HOST:PORT, e.g. "
+                   "127.0.0.1:8089 ([::1]:8089 for IPv6, port 0: any free one). Off by default. Standbys "
+                   "serve it too.")
 @click.pass_obj
-def serve_cmd(state: State, log_format, run_now):
+def serve_cmd(state: State, log_format, run_now, http_address):
     """Run the scheduler service: the hourly refresh, a rollover after each timezone's local
     midnight and the daily retention ([scheduler] in the config).
 
@@ -28,12 +32,19 @@ def serve_cmd(state: State, log_format, run_now):
     flight is cancelled (finished partition-days stay, the one in progress is not written), exit 0.
     One log line per job run: job, partitions, calls, tokens, duration, outcome.
 
+    With --http, an HTTP server runs beside the scheduler in the same process, on leader and
+    standbys alike: the status page, /healthz (200, or 503 when the database is unreachable, the
+    leader's heartbeat is stale or a job's last run failed) and /metrics, all read from the
+    database. It stops with the service.
+
     \b
     Example: mempipe --db postgresql+psycopg://mempipe@db/mempipe serve --log-format json
+    Example: mempipe serve --http 127.0.0.1:8089
     """
     import os
     import signal
 
+    from ..scheduler.leader import default_identity
     from ..scheduler.service import serve
 
     fmt = log_format or state.log_format
@@ -42,7 +53,27 @@ def serve_cmd(state: State, log_format, run_now):
     logging.getLogger("pipeline").setLevel(min(level, logging.INFO))  # job lines, leader changes
     log = logging.getLogger("pipeline.scheduler")
     settings = state.settings
+    address = None
+    if http_address is not None:
+        from ..web import parse_address
+
+        try:
+            address = parse_address(http_address)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--http' / MEMPIPE_HTTP") from None
     store = state.store()
+    identity = default_identity()
+    http, role = None, None
+    if address is not None:
+        from ..web import Role, start_http
+
+        role = Role()
+        try:
+            http = start_http(address, settings, clock=state.clock, identity=identity, role=role)
+        except OSError as exc:  # in use, or not an address of this host
+            reason = exc.strerror or str(exc)
+            raise click.BadParameter(f"cannot listen on {http_address}: {reason} (choose another port, or an "
+                                     f"address of this host)", param_hint="'--http' / MEMPIPE_HTTP") from None
 
     async def main():
         from ..summarize import make_summarizer
@@ -63,12 +94,17 @@ def serve_cmd(state: State, log_format, run_now):
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, on_signal, sig.name)
         try:
-            await serve(settings, clock=state.clock, stop_event=stop, run_now=run_now or None, store=store)
+            await serve(settings, clock=state.clock, stop_event=stop, run_now=run_now or None, store=store,
+                        identity=identity, on_leader=role)
         finally:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(sig)
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    finally:
+        if http is not None:  # after the scheduler: probes keep answering while a job is cancelled
+            http.stop()
 
 
 def _ts(value) -> str:
