@@ -37,9 +37,9 @@ def _rejecting_eli(request):
     return status(400, "request rejected") if ELI.search(request.prompt_text) else canned_answer(request)
 
 
-@pytest.fixture
-def ran(store, settings):
-    """The sample imported and replayed (2026-11-01..04) with the Gemini summarizer."""
+def gemini_replay(store, settings):
+    """The sample imported and replayed (2026-11-01..04) with the Gemini summarizer against the
+    fake; returns the run's settings. (tests/acceptance/test_status_page.py uses it too.)"""
     s = settings.model_copy(deep=True)
     s.summarizer = "gemini"
     s.gemini = s.gemini.model_copy(update={"backoff_initial_s": 0.01, "backoff_max_s": 0.02, "timeout_s": 5.0,
@@ -55,6 +55,11 @@ def ran(store, settings):
         client = GeminiClient("test-key", base_url=server.url, timeout_s=s.gemini.timeout_s)
         replay(store, s, "2026-11-01", "2026-11-04", summarizer=LLMSummarizer(s, client))
     return s
+
+
+@pytest.fixture
+def ran(store, settings):
+    return gemini_replay(store, settings)
 
 
 @pytest.fixture
