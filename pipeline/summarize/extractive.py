@@ -92,7 +92,8 @@ class ExtractiveSummarizer:
             informative = any(salience(s) > 0 for s in per_user.get(uid, []))
             # only chatter, or no room to quote: still record that they were there
             absent = f"wrote {count} message{plural}" if informative else f"was present ({count} short message{plural})"
-            out[uid] = self._labelled(name, per_user.get(uid, []), absent, f"daily {partition_day.partition} {partition_day.day}")
+            where = f"daily {partition_day.partition} {partition_day.day}"
+            out[uid] = self._labelled(name, per_user.get(uid, []), absent, where)
         return Outcome(out, self._usage(), facts=extract_facts(partition_day))
 
     async def fold(self, new: PartitionDay, previous: dict[int, str]) -> Outcome[dict[int, str]]:

@@ -50,7 +50,8 @@ def _row(n: int, channel: int, user: int, text: str, day: int) -> dict:
     if channel == DM_ANA:
         return row | {"guild_id": None, "visibility": "dm", "is_group": False}
     visibility = "public" if channel == GENERAL else "restricted"
-    return row | {"guild_id": G, "visibility": visibility, "channel_name": "general" if channel == GENERAL else SECRET_NAME}
+    name = "general" if channel == GENERAL else SECRET_NAME
+    return row | {"guild_id": G, "visibility": visibility, "channel_name": name}
 
 
 def _community(store, settings) -> None:

@@ -48,7 +48,8 @@ def test_in_a_dm_scope_each_line_says_where_by_kind_never_by_name():
 def test_a_merge_answer_says_when_each_line_is_from():
     first, last = D1 - dt.timedelta(days=6), D1
     merged = "Ana spent the week building.\nShe finished the wall today."
-    assert dated(merged, first, last) == "2026-10-29–2026-11-04: Ana spent the week building. She finished the wall today."
+    assert dated(merged, first, last) == \
+        "2026-10-29–2026-11-04: Ana spent the week building. She finished the wall today."
     assert dated(merged, first, last, "this DM, server").startswith("2026-10-29–2026-11-04 [this DM, server]: ")
     labelled = "Today, 2026-11-04: Ana: “x”\nPast week: 2026-11-02: Ana: “y”\nmore prose"
     assert dated(labelled, first, last).split("\n") == [
@@ -109,8 +110,9 @@ def test_without_stored_marks_the_stored_text_is_the_basis():
 
 def test_a_cut_render_fits_cuts_the_past_week_first_and_leaves_out_what_says_nothing():
     said = "Bo said: built the west wall and talked about harbour cranes all afternoon."
-    today, weeks = recent_parts([(D1, said, "")], [(D1, "Past week: 2026-11-02: Bo: " + "stone " * 60, ""),
-                                                   (D1, "Past week: 2026-11-01: Bo in the channel: " + "crane " * 50, "")])
+    weeks = [(D1, "Past week: 2026-11-02: Bo: " + "stone " * 60, ""),
+             (D1, "Past week: 2026-11-01: Bo in the channel: " + "crane " * 50, "")]
+    today, weeks = recent_parts([(D1, said, "")], weeks)
     assert today == ["Today, 2026-11-04: " + said]
     whole = render_recent_within(today, weeks, 10_000)
     assert render_recent_within(today, weeks, len(whole)) == whole  # fits: unchanged
