@@ -114,11 +114,12 @@ def degraded_counts(ops: OpsReads) -> list[dict[str, Any]]:
 
 
 def degraded_keys(ops: OpsReads) -> dict[str, list[dict[str, Any]]]:
-    """The newest degraded rows' keys per table, each with its reason class (not its text)."""
+    """The newest degraded rows' keys per table, each with its reason class (not its text) where
+    the table stores one (a daily summary's is its partition-day's)."""
     out = {}
     for table, rows in ops.degraded_keys().items():
-        out[table] = [{**{k: v for k, v in r.items() if k != "degraded_reason"},
-                       "reason": reason_class(r.get("degraded_reason"))} for r in rows]
+        out[table] = [{("reason" if k == "degraded_reason" else k): reason_class(v) if k == "degraded_reason" else v
+                       for k, v in r.items()} for r in rows]
     return out
 
 
