@@ -104,7 +104,7 @@ async def bring_up_to_date(ctx: RunContext, daily_days: list[dt.date] | None, as
                            only_guilds: Callable[[int | None], bool] | None = None) -> dict:
     """Daily summaries for `daily_days` (default: days 1-7 of each partition), then historical and
     merge as of day 1 (`as_of`, default today in each guild's timezone). Returns the plan's counts
-    ("daily_only": a dry run that stopped after the daily stage, whose items would change)."""
+    ("estimated": the stages a dry run covers when it stopped early, "daily" or "historical")."""
     now = ctx.now()
     day1 = day1_for(now, ctx.tz_for_guild, as_of)
     first, newest = run_window(now, daily_days, as_of)
@@ -132,17 +132,22 @@ async def bring_up_to_date(ctx: RunContext, daily_days: list[dt.date] | None, as
         advance()
 
     await _run_dailies(ctx, plan, counted)
+    # A dry run writes nothing, so a later stage would read what the earlier ones did not make:
+    # checked against the stored rows its items would look unchanged, or empty. Its estimate stops
+    # after the first stage with an item to make ("estimated": the stages it covers).
     if ctx.dry_run and counts["daily_calls"]:
-        # the past weeks and contexts would read daily summaries this dry run does not make: checked
-        # against the stored ones they would look unchanged, so the estimate stops at the daily stage
-        counts["daily_only"] = True
+        counts["estimated"] = "daily"
         for _p in parts:
             advance()
         return counts
     ctx.writer.flush()  # historical summaries read the dailies
+    unchanged = ctx.stats.passed_unchanged
     for p in parts:
         await run_historical(ctx, p["partition"], p["guild_id"], day1(p["guild_id"]))
         advance()
+    if ctx.dry_run and ctx.stats.historical_items > ctx.stats.passed_unchanged - unchanged:
+        counts["estimated"] = "historical"
+        return counts
     scopes = [p["partition"] for p in parts]
 
     def in_run(guild: int | None) -> bool:  # the scopes of this run (a guild, a timezone's rollover)

@@ -156,7 +156,7 @@ def _execute_with_progress(state: State, kind: str, date_from, date_to, guild, f
     if as_json:
         _echo_json(report.as_json(row))
     elif dry_run:
-        for line in report.dry_run_lines(row, rc.summarizer.kind, bool(result.plan.get("daily_only"))):
+        for line in report.dry_run_lines(row, rc.summarizer.kind, result.plan.get("estimated")):
             click.echo(line)
     else:
         for line in report.run_lines(row, rc.summarizer.kind, stale=result.stats.contexts_stale):

@@ -80,25 +80,31 @@ def run_lines(row: dict, summarizer: str, stale: int = 0) -> list[str]:
     return lines
 
 
-def dry_run_lines(row: dict, summarizer: str, daily_only: bool) -> list[str]:
-    """What a run would do. When some partition-day would be summarized again, the historical
-    rows and contexts depend on summaries not made yet: the estimate covers the daily stage only."""
+def dry_run_lines(row: dict, summarizer: str, estimated: str | None) -> list[str]:
+    """What a run would do. A stage reads what the earlier ones make, which a dry run does not:
+    when the partition-days (`estimated` "daily") or the past weeks ("historical") would change,
+    the estimate stops there and says so."""
     model = summarizer != "extractive"
     would = (f"{row['summarized']} would be summarized"
-             + (f" (~{row['planned_llm_calls']} LLM requests{' at most' if not daily_only else ''}, "
+             + (f" (~{row['planned_llm_calls']} LLM requests{'' if estimated else ' at most'}, "
                 f"~{row['planned_prompt_tokens']} prompt tokens, estimated at 4 characters per token)" if model
                 else " by the extractive summarizer (in-process: no model)"))
     why = f": {_reasons(row)}" if passed(row) else ""
-    if daily_only:
-        lines = [f"dry run: {row['partition_days']} partition-days with messages: {would}, {passed(row)} would pass "
-                 f"through without a model{why}.",
-                 "The estimate covers only the daily stage: the past weeks and contexts of the changed "
-                 "partition-days are made from daily summaries this dry run does not make."]
+    if estimated == "daily":
+        scope = f"{row['partition_days']} partition-days with messages"
+        stop = ("The estimate covers only the daily stage: the past weeks and contexts of the changed "
+                "partition-days are made from daily summaries this dry run does not make.")
+    elif estimated == "historical":
+        scope = (f"{items(row)} items ({row['partition_days']} partition-days, {row['historical_items']} "
+                 f"past weeks)")
+        stop = ("The estimate covers the daily stage and the past weeks only: the contexts are made from "
+                "past weeks this dry run does not make.")
     else:
-        lines = [f"dry run: {items(row)} items ({row['partition_days']} partition-days, {row['historical_items']} "
-                 f"past weeks, {row['context_items']} contexts): {would}, {passed(row)} would pass through "
-                 f"without a model{why}."]
-    return lines + ["Nothing was written."]
+        scope = (f"{items(row)} items ({row['partition_days']} partition-days, {row['historical_items']} "
+                 f"past weeks, {row['context_items']} contexts)")
+        stop = None
+    lines = [f"dry run: {scope}: {would}, {passed(row)} would pass through without a model{why}."]
+    return lines + ([stop] if stop else []) + ["Nothing was written."]
 
 
 TABLE_HEADER = (f"{'id':>4} {'kind':6} {'status':7} {'range':23} {'secs':>7} {'items':>6} {'summ':>5} {'errs':>4} "
