@@ -65,8 +65,9 @@ class OpsReads:
                      .group_by(table.c.degraded_reason))
                 out += [{"table": table.name, "reason": r, "rows": n} for r, n in conn.execute(q)]
             d, p = daily_summaries.c, partition_days.c
+            same_day = (d.partition == p.partition) & (d.day == p.day)
             q = (sa.select(p.degraded_reason, sa.func.count())
-                 .select_from(daily_summaries.outerjoin(partition_days, (d.partition == p.partition) & (d.day == p.day)))
+                 .select_from(daily_summaries.outerjoin(partition_days, same_day))
                  .where(d.degraded).group_by(p.degraded_reason))
             out += [{"table": daily_summaries.name, "reason": r, "rows": n} for r, n in conn.execute(q)]
         return out

@@ -69,7 +69,8 @@ def _ts(value: dt.datetime | None) -> float | None:
 
 
 def families(snap: Snapshot, settings: Settings, now: dt.datetime, leading: bool) -> Iterator[Metric]:
-    up = GaugeMetricFamily("mempipe_up", "1: the database was read for this scrape (a failed read fails the scrape: HTTP 503)")
+    up = GaugeMetricFamily("mempipe_up", "1: the database was read for this scrape "
+                           "(a failed read fails the scrape: HTTP 503)")
     up.add_metric([], 1)
     yield up
 
@@ -117,11 +118,12 @@ def families(snap: Snapshot, settings: Settings, now: dt.datetime, leading: bool
     yield by_kind("mempipe_llm_estimated_cost_usd", "Estimated cost in USD from [gemini.prices]", "estimated_cost")
 
     today = data.requests_today(snap.days, now)
-    g = GaugeMetricFamily("mempipe_llm_requests_today", "Requests sent since 00:00 UTC, all models (runs started today)")
+    g = GaugeMetricFamily("mempipe_llm_requests_today",
+                          "Requests sent since 00:00 UTC, all models (runs started today)")
     g.add_metric([], today)
     yield g
-    limit = GaugeMetricFamily("mempipe_quota_requests_per_day", "Configured daily request limit (gemini.limits.<model>.rpd)",
-                              labels=["model"])
+    limit = GaugeMetricFamily("mempipe_quota_requests_per_day",
+                              "Configured daily request limit (gemini.limits.<model>.rpd)", labels=["model"])
     used = GaugeMetricFamily("mempipe_quota_used_ratio", "Requests today / rpd; only where runs' requests can be "
                              "attributed to the model (one model serves every operation)", labels=["model"])
     for q in data.quota(settings, today):

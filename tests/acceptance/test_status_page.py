@@ -111,7 +111,8 @@ def test_leader_and_standby_serve_http_and_stop_cleanly(mp, db_url, tmp_path):
     second = None
     try:
         url1 = _wait("the first server's address", lambda: _url_of(first), first)
-        _wait("the first process to lead", lambda: True if _healthz(url1)["process"]["role"] == "leader" else None, first)
+        _wait("the first process to lead",
+              lambda: True if _healthz(url1)["process"]["role"] == "leader" else None, first)
         second = _serve(db_url, config, tmp_path / "second.log", "--http", "127.0.0.1:0")
         url2 = _wait("the second server's address", lambda: _url_of(second), second)
         leader, standby = _healthz(url1), _healthz(url2)
@@ -123,7 +124,8 @@ def test_leader_and_standby_serve_http_and_stop_cleanly(mp, db_url, tmp_path):
         m1, m2 = _get(url1 + "/metrics"), _get(url2 + "/metrics")
         assert m1[0] == m2[0] == 200
         assert _data_series(m1[1]) == _data_series(m2[1])
-        assert _data_series(m1[1])[("mempipe_runs_total", (("dry_run", "false"), ("kind", "replay"), ("status", "ok")))] == 1
+        replays = ("mempipe_runs_total", (("dry_run", "false"), ("kind", "replay"), ("status", "ok")))
+        assert _data_series(m1[1])[replays] == 1
         code, html = _get(url2 + "/")
         assert code == 200 and '<table id="runs">' in html and "(standby)" in html
     finally:

@@ -57,7 +57,8 @@ def test_reason_classes_of_what_the_llm_layer_stores():
 
 def test_age_buckets_cover_every_age_once():
     labels = [label for label, _, _ in AGE_BUCKETS]
-    assert [age_bucket(d) for d in (0, 1, 2, 7, 8, 30, 31, 400)] == ["0", "1", "2-7", "2-7", "8-30", "8-30", "31+", "31+"]
+    ages = (0, 1, 2, 7, 8, 30, 31, 400)
+    assert [age_bucket(d) for d in ages] == ["0", "1", "2-7", "2-7", "8-30", "8-30", "31+", "31+"]
     assert set(age_bucket(d) for d in range(100)) == set(labels)
 
 
