@@ -36,7 +36,7 @@ def _mempipe(db_url, config, *args, wait=True):
 
 @pytest.fixture
 def slow_gemini(tmp_path):
-    with FakeGemini(canned_answer, latency=0.2) as server:
+    with FakeGemini(canned_answer, latency=0.1) as server:
         config = tmp_path / "gemini.toml"
         config.write_text(f'summarizer = "gemini"\n[gemini]\nbase_url = "{server.url}"\nconcurrency = 1\n'
                           '[gemini.limits."gemini-2.5-flash"]\nrpm = 100000\n'
