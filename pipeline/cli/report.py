@@ -104,7 +104,7 @@ def dry_run_lines(row: dict, summarizer: str, estimated: str | None) -> list[str
                  f"past weeks, {row['context_items']} contexts)")
         stop = None
     lines = [f"dry run: {scope}: {would}, {passed(row)} would pass through without a model{why}."]
-    return lines + ([stop] if stop else []) + ["Nothing was written."]
+    return lines + ([stop] if stop else []) + ["Nothing was written (but this dry run's own `runs` row)."]
 
 
 TABLE_HEADER = (f"{'id':>4} {'kind':6} {'status':7} {'range':23} {'secs':>7} {'items':>6} {'summ':>5} {'errs':>4} "
