@@ -7,6 +7,7 @@ import re
 from typing import Iterable
 
 from ..llm.client import estimate_tokens
+from ..summarize.safe_text import clean
 from .rank import Hit
 from .terms import WORD
 
@@ -50,8 +51,11 @@ def _held(hit_words: list[str], text_shingles: set, text_words: list[str]) -> bo
 
 
 def hit_line(hit: Hit) -> str:
-    """One hit on one line: `- <text> (<day>)` (a summary's line breaks become spaces)."""
-    return f"- {' '.join(hit.text.split())} ({hit.day.isoformat()})"
+    """One hit on one line: `- <text> (<day>)` (a summary's line breaks become spaces), made safe
+    to paste like every context line (summarize/safe_text.py: a stored summary may hold a model's
+    or a member's instruction-like sentence); "" when nothing of it is."""
+    text = clean(" ".join(hit.text.split())).text
+    return f"- {text} ({hit.day.isoformat()})" if text else ""
 
 
 def add_related(stored: str | None, hits: Iterable[Hit], budget_tokens: int,
@@ -74,6 +78,8 @@ def add_related(stored: str | None, hits: Iterable[Hit], budget_tokens: int,
         if _held(words, seen, seen_words):
             continue
         line = hit_line(hit)
+        if not line:
+            continue
         if estimate_tokens("\n".join([lead, *lines, line])) > budget_tokens:
             continue
         lines.append(line)
