@@ -70,7 +70,8 @@ def test_a_key_echoed_by_the_server_is_in_no_table_log_or_output(db_url, tmp_pat
                      ["facts", "remember", "--scope", "guild:1150000000000000001", "--user", "1160000000000000001",
                       "Ana keeps bees on her balcony, which she started doing last spring with her sister."]):
             result = runner.invoke(cli, base + args, catch_exceptions=False)
-            assert result.exit_code == 0, result.output
+            # every request fails, so the replay's items fall back: it finishes degraded (exit 3)
+            assert result.exit_code == (3 if args[0] == "replay" else 0), result.output
             outputs.append(result.output + result.stderr)
         assert {r.headers["x-goog-api-key"] for r in server.calls()} == {key}
         assert {r.status_code for r in server.calls()} == {400, 503, 429}
