@@ -69,6 +69,7 @@ def scratch_engine(dialect: str, postgresql_url: str = PG_URL) -> Iterator[Engin
         raise SchemaError(f"no schema for dialect {dialect!r}")
     if dialect == "sqlite":
         with tempfile.TemporaryDirectory() as tmp:
+            Path(tmp, "schema.db").touch()  # connections never create a database file; a scratch one is made here
             engine = make_engine(f"sqlite:///{tmp}/schema.db")
             try:
                 yield engine
