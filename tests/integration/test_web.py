@@ -242,6 +242,11 @@ def test_page_shows_runs_jobs_charts_and_no_chat_text(store, web):
     assert re.search(r'<figure class="chart" id="chart-requests">', html)
     run = store.runs(1)[0]
     assert f'<td class="n">{run["id"]}</td><td>replay</td>' in html
+    # its items add up as `mempipe runs` shows them: items, summarized, passed through
+    items = run["partition_days"] + run["historical_items"] + run["context_items"]
+    passed = sum(v for k, v in run.items() if k.startswith("passed_"))
+    assert items == run["summarized"] + passed + run["errors"]
+    assert f'<td class="n">{items}</td><td class="n">{run["summarized"]}</td><td class="n">{passed}</td>' in html
     assert ">refresh</td>" in html and ">rejected</td>" in html  # a job row; a degraded reason class
     # the requests chart has a bar for the run's day with its count
     assert f"2026-11-05: {run['llm_calls'] - run['retries']} first tries" in html
