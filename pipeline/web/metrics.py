@@ -40,11 +40,17 @@ def stage_columns() -> dict[str, str]:
 
 
 def item_columns() -> list[str]:
-    """The item outcomes: every other count column, named as in `mempipe runs --json` —
-    summarizer_calls, cache_hits, fallbacks, errors, and the ones a later migration adds
-    (summarized, passed_<reason>, …). A dry run's estimates (planned_*) are not outcomes."""
-    stages = set(stage_columns().values())
-    return [c for c in count_columns() if c not in _OWN_METRIC and c not in stages
+    """The item outcomes, which add up to the items (summarized + passed_<reason> + errors, as
+    `mempipe runs` adds them: pipeline/cli/report.py); a pass-through reason a later migration
+    adds shows up by itself."""
+    return [c for c in count_columns() if c in ("summarized", "errors") or c.startswith("passed_")]
+
+
+def work_columns() -> list[str]:
+    """The other count columns (summarizer_calls, cache_hits, fallbacks, …): counts of work, not a
+    partition of the items. A dry run's estimates (planned_*) are neither."""
+    stages, items = set(stage_columns().values()), set(item_columns())
+    return [c for c in count_columns() if c not in _OWN_METRIC and c not in stages and c not in items
             and not c.startswith(("facts_", "planned_"))]
 
 
@@ -101,9 +107,11 @@ def families(snap: Snapshot, settings: Settings, now: dt.datetime, leading: bool
             fam.add_metric(list(key), v)
         return fam
 
-    yield by_kind_and("mempipe_run_items", "Items of runs by outcome (the pipeline_runs count columns, as in "
-                      "`mempipe runs --json`: summarizer_calls, cache_hits, fallbacks, errors, ...)",
+    yield by_kind_and("mempipe_run_items", "Items of runs by outcome; the outcomes add up to the items "
+                      "(summarized, passed_<reason>, errors, as in `mempipe runs --json`)",
                       "outcome", {c: c for c in item_columns()})
+    yield by_kind_and("mempipe_run_work", "Other counts of runs (summarizer_calls, cache_hits, fallbacks, ...: "
+                      "not a partition of the items)", "what", {c: c for c in work_columns()})
     yield by_kind_and("mempipe_run_stage_items", "Items runs brought up to date, by stage (daily: partition-days, "
                       "historical, context)", "stage", stage_columns())
     yield by_kind("mempipe_run_dropped_user_ids", "User ids a summarizer returned that did not speak that day",

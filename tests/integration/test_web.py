@@ -106,8 +106,16 @@ def test_metrics_are_the_database_at_scrape_time(store, web):
     assert m[("mempipe_llm_tokens_total", kind + (("type", "prompt"),))] == run["prompt_tokens"] > 0
     assert m[("mempipe_llm_tokens_total", kind + (("type", "output"),))] == run["output_tokens"] > 0
     assert m[("mempipe_llm_estimated_cost_usd_total", kind)] == pytest.approx(run["estimated_cost"])
-    for outcome in ("summarizer_calls", "cache_hits", "fallbacks", "errors"):
+    for what in ("summarizer_calls", "cache_hits", "fallbacks"):
+        assert m[("mempipe_run_work_total", kind + (("what", what),))] == run[what]
+    outcomes = {o for (name, labels), _v in m.items() if name == "mempipe_run_items_total"
+                for k, o in labels if k == "outcome"}
+    assert "summarized" in outcomes and "errors" in outcomes and "passed_fits" in outcomes
+    for outcome in outcomes:
         assert m[("mempipe_run_items_total", kind + (("outcome", outcome),))] == run[outcome]
+    # the outcomes add up to the run's items
+    items = run["partition_days"] + run["historical_items"] + run["context_items"]
+    assert sum(m[("mempipe_run_items_total", kind + (("outcome", o),))] for o in outcomes) == items
     assert m[("mempipe_run_stage_items_total", (("kind", "replay"), ("stage", "daily")))] == run["partition_days"] == 14
     assert m[("mempipe_facts_total", kind + (("outcome", "added"),))] == run["facts_added"]
     assert m[("mempipe_llm_requests_today", ())] == run["llm_calls"]  # the run started "today" (UTC)
