@@ -52,3 +52,31 @@ def tokens_in_tables(engine, pattern: re.Pattern) -> dict[str, set[str]]:
                     if isinstance(value, str) and (hits := pattern.findall(value)):
                         found.setdefault(table.name, set()).update(hits)
     return found
+
+
+def gemini_config(path, url: str, *, concurrency: int | None = None, short_targets: bool = False, extra: str = ""):
+    """A config file for the Gemini summarizer on the loopback fake at `url` (tests/fakes), with a
+    limit the tests never reach. short_targets: every text of the sample is longer than its
+    target, so each item needs the model (no pass-through)."""
+    text = (f'summarizer = "gemini"\n[gemini]\nbase_url = "{url}"\n'
+            + (f"concurrency = {concurrency}\n" if concurrency is not None else "") + extra
+            + '[gemini.limits."gemini-2.5-flash"]\nrpm = 100000\n'
+            + ("[summary]\ndaily_chars = 40\nhistorical_chars = 40\ncontext_chars = 80\n" if short_targets else ""))
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def stop_process(proc, timeout: float = 30) -> int:
+    """SIGTERM a child process and wait for its exit code (killed, and the timeout raised, when it
+    does not stop in time)."""
+    import signal
+    import subprocess
+
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise

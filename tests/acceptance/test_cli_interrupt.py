@@ -18,6 +18,7 @@ import sqlalchemy as sa
 
 from tests.conftest import ROOT, SAMPLE
 from tests.fakes.gemini_server import FakeGemini
+from tests.helpers import gemini_config
 from tests.fakes.responders import canned_answer
 
 MEMPIPE = Path(sys.executable).parent / "mempipe"  # the console script of the venv the tests run in
@@ -37,12 +38,7 @@ def _mempipe(db_url, config, *args, wait=True):
 @pytest.fixture
 def slow_gemini(tmp_path):
     with FakeGemini(canned_answer, latency=0.1) as server:
-        config = tmp_path / "gemini.toml"
-        config.write_text(f'summarizer = "gemini"\n[gemini]\nbase_url = "{server.url}"\nconcurrency = 1\n'
-                          '[gemini.limits."gemini-2.5-flash"]\nrpm = 100000\n'
-                          # short targets: every partition-day of the sample needs the model
-                          '[summary]\ndaily_chars = 40\nhistorical_chars = 40\ncontext_chars = 80\n')
-        yield server, config
+        yield server, gemini_config(tmp_path / "gemini.toml", server.url, concurrency=1, short_targets=True)
 
 
 def _rows(db_url, sql):

@@ -24,6 +24,7 @@ from pipeline.safety import refusal_reason
 from tests.conftest import ROOT
 from tests.fakes.gemini_server import FakeGemini
 from tests.fakes.responders import canned_answer
+from tests.helpers import gemini_config
 
 MEMPIPE = Path(sys.executable).parent / "mempipe"  # the console script of the venv the tests run in
 FIXTURES = ROOT / "tests" / "fixtures" / "discord"
@@ -107,9 +108,7 @@ def test_a_new_user_walks_through_the_readme(new_user):
     assert wrong_key.stderr.count("Error: ") == 1
 
     with FakeGemini(canned_answer) as server:
-        config = tmp_path / "gemini.toml"
-        config.write_text(f'summarizer = "gemini"\n[gemini]\nbase_url = "{server.url}"\n'
-                          '[gemini.limits."gemini-2.5-flash"]\nrpm = 100000\n', encoding="utf-8")
+        config = gemini_config(tmp_path / "gemini.toml", server.url)
         cfg = ("--config", str(config))
 
         # 6. Counts that add up: skips with reasons; a second import writes nothing and says so.
@@ -161,11 +160,8 @@ def test_ctrl_c_keeps_finished_work_and_exits_130(new_user):
     tmp_path, deploy, _elsewhere = new_user
     _mempipe(deploy, "db", "upgrade")
     with FakeGemini(canned_answer, latency=0.1) as server:
-        config = tmp_path / "slow.toml"
         # short targets: every partition-day needs the model, one request at a time
-        config.write_text(f'summarizer = "gemini"\n[gemini]\nbase_url = "{server.url}"\nconcurrency = 1\n'
-                          '[gemini.limits."gemini-2.5-flash"]\nrpm = 100000\n'
-                          '[summary]\ndaily_chars = 40\nhistorical_chars = 40\ncontext_chars = 80\n', encoding="utf-8")
+        config = gemini_config(tmp_path / "slow.toml", server.url, concurrency=1, short_targets=True)
         _mempipe(deploy, "--config", str(config), "import", str(ROOT / "samples" / "community.jsonl"))
         proc = subprocess.Popen([str(MEMPIPE), "--config", str(config), "replay", *RANGE], cwd=deploy, env=_env(),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

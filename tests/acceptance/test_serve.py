@@ -27,6 +27,7 @@ import sqlalchemy as sa
 from tests.conftest import ROOT, SAMPLE
 from tests.fakes.gemini_server import FakeGemini
 from tests.fakes.responders import canned_answer
+from tests.helpers import stop_process
 
 UTC = dt.timezone.utc
 TAKEOVER_S = 1.0
@@ -78,16 +79,6 @@ def _read(proc) -> str:
 def _job_lines(proc) -> list[dict]:
     return [r for r in _log_lines(proc) if r.get("msg", "").startswith("job ")]
 
-
-def _stop(proc, timeout=30) -> int:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-    try:
-        return proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        raise
 
 
 @pytest.fixture
@@ -169,7 +160,7 @@ def _one_process_work(tmp_path, config, data, server) -> int:
     try:
         _wait(lambda: db.refreshes() == [("ok", None)], 120, [proc], "the reference refresh")
     finally:
-        assert _stop(proc) == 0
+        assert stop_process(proc) == 0
         db.engine.dispose()
     calls = len(server.calls())
     server.reset()
@@ -220,7 +211,7 @@ def test_two_serves_one_leader_works_then_the_standby_takes_over(db_url, gemini,
         (line,) = _wait(lambda: _job_lines(standby), 10, [standby], "the job's log line")  # written after its run row
         assert line["job"] == "refresh" and line["outcome"] == "ok" and line["llm_calls"] > 0
         assert len(server.calls()) == one_process + line["llm_calls"]  # it summarised the new chat
-        assert _stop(standby) == 0
+        assert stop_process(standby) == 0
         assert db.leader()[2] is not None  # released on the clean stop
     finally:
         for p in (a, b):
@@ -246,7 +237,7 @@ def test_sigterm_mid_refresh_exits_0_leaves_no_partial_rows_and_the_next_start_r
     try:
         _wait(lambda: len(dailies()) >= 4, 60, [proc], "daily requests")
         assert db.refreshes() == [("running", None)]
-        assert _stop(proc) == 0
+        assert stop_process(proc) == 0
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -267,7 +258,7 @@ def test_sigterm_mid_refresh_exits_0_leaves_no_partial_rows_and_the_next_start_r
     again = _serve(db_url, config, tmp_path / "second.log")
     try:
         _wait(lambda: db.refreshes()[-1:] == [("ok", None)], 120, [again], "the resumed refresh")
-        assert _stop(again) == 0
+        assert stop_process(again) == 0
     finally:
         if again.poll() is None:
             again.kill()

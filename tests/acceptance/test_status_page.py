@@ -31,6 +31,7 @@ from pipeline.clock import fixed_clock
 from pipeline.web import HttpService, Role, WebApp
 from tests.conftest import ROOT, SAMPLE
 from tests.integration.test_web import NOW, gemini_replay
+from tests.helpers import stop_process
 
 UTC = dt.timezone.utc
 
@@ -129,23 +130,13 @@ def test_leader_and_standby_serve_http_and_stop_cleanly(mp, db_url, tmp_path):
         code, html = _get(url2 + "/")
         assert code == 200 and '<table id="runs">' in html and "(standby)" in html
     finally:
-        codes = [_stop(p) for p in (first, second) if p is not None]
+        codes = [stop_process(p) for p in (first, second) if p is not None]
     assert codes == [0, 0]
     for url in (url1, url2):
         with pytest.raises(urllib.error.URLError):
             urllib.request.urlopen(url + "/healthz", timeout=5)
     assert '"http: stopped"' in first.log_path.read_text()
 
-
-def _stop(proc, timeout=30) -> int:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-    try:
-        return proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        raise
 
 
 @pytest.mark.parametrize("address, says", [
