@@ -26,7 +26,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from rapidfuzz import fuzz
+from rapidfuzz import fuzz, process
 
 from ..summarize.text import content_tokens, tokens
 
@@ -40,6 +40,31 @@ def _words(text: str) -> str:
 
 def similarity(a: str, b: str) -> float:
     return fuzz.token_set_ratio(_words(a), _words(b)) / 100.0
+
+
+class Seen:
+    """Facts already shown, asked "is this one the same as any of them?" (`similarity` ≥
+    same_fact with at least one): one call into rapidfuzz over all of them finds the few near
+    the threshold instead of one Python call per pair (a profile of hundreds of facts asked it
+    hundreds of times). Its cutoff sits a point under the threshold — with a cutoff rapidfuzz
+    may drop a score within a hair of it — and each one found is then scored as `similarity`
+    scores it, so the answer is exactly `any(similarity(text, s) >= same_fact for s in shown)`."""
+
+    def __init__(self, same_fact: float):
+        self.same_fact = same_fact
+        self._cutoff = max(same_fact * 100.0 - 1.0, 0.0)
+        self._words: list[str] = []
+
+    def add(self, text: str) -> None:
+        self._words.append(_words(text))
+
+    def has_same(self, text: str) -> bool:
+        if not self._words:
+            return False
+        words = _words(text)
+        near = process.extract(words, self._words, scorer=fuzz.token_set_ratio, processor=None,
+                               score_cutoff=self._cutoff, limit=None)
+        return any(fuzz.token_set_ratio(words, self._words[i]) / 100.0 >= self.same_fact for _w, _s, i in near)
 
 
 def normal_key(key: str | None) -> str | None:

@@ -14,13 +14,15 @@ import dataclasses
 import datetime as dt
 import functools
 import hashlib
+from itertools import accumulate
+from operator import itemgetter
 from typing import Iterable
 
 import jinja2
 
-from ..hashing import input_hash
+from ..hashing import canonical
 from ..resources import prompts_dir
-from .dedup import similarity
+from .dedup import Seen
 from .model import EPISODIC, MANUAL
 
 TEMPLATE = "profile.md.j2"
@@ -49,10 +51,12 @@ def visible(rows: Iterable[dict], sources: Iterable[str], as_of: dt.date) -> lis
     superseded then (a replay of an older range sees the facts of its time). A remembered fact
     counts from the moment it is remembered, whatever day the context was made for."""
     allowed = set(sources)
-    return [r for r in rows
-            if (r["level"] == "global" or r["partition"] in allowed)
-            and (r["first_seen"] <= as_of or r["origin"] == MANUAL)
-            and (r["status"] == "active" or (r["superseded_on"] is not None and r["superseded_on"] > as_of))]
+    return [r for r in rows if (r["level"] == "global" or r["partition"] in allowed) and _current(r, as_of)]
+
+
+def _current(r: dict, as_of: dt.date) -> bool:
+    return ((r["first_seen"] <= as_of or r["origin"] == MANUAL)
+            and (r["status"] == "active" or (r["superseded_on"] is not None and r["superseded_on"] > as_of)))
 
 
 def _priority(r: dict) -> tuple:
@@ -66,14 +70,20 @@ def _words(r: dict) -> int:
 def choose(rows: list[dict], max_words: int, same_fact: float) -> list[dict]:
     """The facts that fit the budget, best first; restatements across levels shown once."""
     chosen: list[dict] = []
+    seen = Seen(same_fact)
     used = 0
-    for r in sorted(rows, key=_priority):
-        if any(similarity(r["text"], c["text"]) >= same_fact for c in chosen):
-            continue
-        cost = _words(r)
+    ordered = sorted(rows, key=_priority)
+    costs = [_words(r) for r in ordered]
+    least = list(accumulate(reversed(costs), min))[::-1]  # the cheapest fact from here on
+    for r, cost, cheapest in zip(ordered, costs, least):
+        if used + cheapest > max_words:
+            break  # nothing left fits
         if used + cost > max_words:
-            continue  # a shorter, lower-priority fact may still fit
+            continue  # a shorter, lower-priority fact may still fit (checked first: it is cheaper)
+        if seen.has_same(r["text"]):
+            continue
         chosen.append(r)
+        seen.add(r["text"])
         used += cost
     return chosen
 
@@ -81,14 +91,30 @@ def choose(rows: list[dict], max_words: int, same_fact: float) -> list[dict]:
 def profile_key(name: str, rows: list[dict], *, max_words: int, same_fact: float) -> str:
     """What a profile is made from (its input hash): cheap, so a run compares it with the stored
     one before rendering anything."""
-    return input_hash("profile", _template()[1], name, max_words, same_fact,
-                      sorted((r["id"], r["text"], r["category"], r["confidence"], r.get("event_day"), r["last_seen"],
-                              r["first_seen"]) for r in rows))
+    return _key(name, [_key_part(r) for r in rows], max_words, same_fact)
 
 
-def render(name: str, rows: list[dict], *, max_words: int, same_fact: float) -> Profile | None:
-    """The profile text of these (visible) facts, or None when there are none."""
-    chosen = choose(rows, max_words, same_fact)
+def _key_part(r: dict) -> tuple[tuple, str]:
+    """A fact's share of the profile key: its sort key and its canonical JSON (what input_hash
+    would render it as, inside the list of facts)."""
+    fields = (r["id"], r["text"], r["category"], r["confidence"], r.get("event_day"), r["last_seen"], r["first_seen"])
+    return fields, canonical(fields)
+
+
+def _key(name: str, parts: list[tuple[tuple, str]], max_words: int, same_fact: float) -> str:
+    """input_hash("profile", template, name, max_words, same_fact, sorted(fact fields)), byte for
+    byte, from each fact's JSON rendered once (a user's facts are in every scope's key)."""
+    head = canonical(["profile", _template()[1], name, max_words, same_fact])
+    facts = ",".join(text for _fields, text in sorted(parts, key=itemgetter(0)))
+    return hashlib.sha256(f"{head[:-1]},[{facts}]]".encode("utf-8")).hexdigest()
+
+
+def render(name: str, rows: list[dict], *, max_words: int, same_fact: float, key: str | None = None,
+           chosen: list[dict] | None = None) -> Profile | None:
+    """The profile text of these (visible) facts, or None when there are none. `key`: their
+    profile_key, `chosen`: their choose(), when the caller has them already."""
+    if chosen is None:
+        chosen = choose(rows, max_words, same_fact)
     if not chosen:
         return None
     template = _template()[0]
@@ -104,5 +130,49 @@ def render(name: str, rows: list[dict], *, max_words: int, same_fact: float) -> 
         sections.append((title, [{"text": r["text"], "day": r.get("event_day") if category in EPISODIC else None}
                                  for r in facts]))
     text = template.render(name=name, sections=sections).strip()
-    return Profile(text, profile_key(name, rows, max_words=max_words, same_fact=same_fact),
+    return Profile(text, key or profile_key(name, rows, max_words=max_words, same_fact=same_fact),
                    tuple(sorted(r["id"] for r in chosen)))
+
+
+class UserFacts:
+    """One user's fact rows, for the merges of all their scopes in a run: grouped once by
+    partition (global facts apart), so a scope filters the facts of its own sources instead of
+    all the user's (hundreds, for dozens of scopes); each fact's share of the profile key
+    rendered once; and the choice of facts made once per distinct fact set (scopes that read
+    the same facts share it). The rows must not change while this object is in use."""
+
+    def __init__(self, rows: Iterable[dict]):
+        self._global: list[tuple[int, dict]] = []
+        self._by_partition: dict[str, list[tuple[int, dict]]] = {}
+        for i, r in enumerate(rows):
+            if r["level"] == "global":
+                self._global.append((i, r))
+            else:
+                self._by_partition.setdefault(r["partition"], []).append((i, r))
+        self._parts: dict[int, tuple[tuple, str]] = {}  # by position: the rows are this object's
+        self._chosen: dict[tuple, list[dict]] = {}
+
+    def visible(self, sources: Iterable[str], as_of: dt.date) -> list[tuple[int, dict]]:
+        """`visible(rows, sources, as_of)` as (position, row) pairs, in the rows' order."""
+        groups = [g for g in [self._global, *(self._by_partition.get(p) for p in dict.fromkeys(sources))] if g]
+        found = [(i, r) for g in groups for i, r in g if _current(r, as_of)]
+        if len(groups) > 1:
+            found.sort(key=itemgetter(0))
+        return found
+
+    def key(self, name: str, seen: list[tuple[int, dict]], *, max_words: int, same_fact: float) -> str:
+        """profile_key of the rows of `seen` (from `visible`)."""
+        parts = self._parts
+        for i, r in seen:
+            if i not in parts:
+                parts[i] = _key_part(r)
+        return _key(name, [parts[i] for i, _r in seen], max_words, same_fact)
+
+    def render(self, name: str, seen: list[tuple[int, dict]], *, max_words: int, same_fact: float,
+               key: str | None = None) -> Profile | None:
+        """render() of the rows of `seen` (from `visible`)."""
+        ids = (tuple(i for i, _r in seen), max_words, same_fact)
+        rows = [r for _i, r in seen]
+        if ids not in self._chosen:
+            self._chosen[ids] = choose(rows, max_words, same_fact)
+        return render(name, rows, max_words=max_words, same_fact=same_fact, key=key, chosen=self._chosen[ids])

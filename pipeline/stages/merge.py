@@ -28,7 +28,7 @@ from typing import Callable, Iterable
 from ..calendar import Scope, parse_scope
 from ..hashing import input_hash
 from ..memory.audience import is_one_to_one, source_partitions
-from ..memory.profile import profile_key, render, visible
+from ..memory.profile import UserFacts
 from ..safety import safe_name
 from ..store import StageStorage
 from ..store.derived import CONTEXT_STATE
@@ -67,6 +67,13 @@ class MergeInputs:
             else [r for u in users for r in store.contexts(user_id=u, text=False)]
         self.contexts = {(r["scope"], r["user_id"]): {k: r.get(k) for k in CONTEXT_STATE} for r in rows}
         self._user_partitions: dict[int, list[str]] = {}
+        self._user_facts: dict[int, UserFacts] = {}
+
+    def user_facts(self, user_id: int) -> UserFacts:
+        """The user's facts, indexed once for all their scopes (memory/profile.py `UserFacts`)."""
+        if user_id not in self._user_facts:
+            self._user_facts[user_id] = UserFacts(self.fact_rows.get(user_id, ()))
+        return self._user_facts[user_id]
 
     def preload_user_partitions(self, user_ids: Iterable[int]) -> None:
         # membership per id, not `set(...) - set(self._user_partitions)`: called once per merge,
@@ -125,7 +132,9 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
     sources = inputs.source_partitions(scope, user_id)
     name = safe_name(inputs.name(scope, user_id))  # a name shown in the context, safe to paste
     memory = ctx.settings.memory
-    facts = visible(inputs.fact_rows.get(user_id, ()), sources, as_of)  # same audience rule as summaries
+    user_facts = inputs.user_facts(user_id)
+    seen = user_facts.visible(sources, as_of)  # profile.visible: the same audience rule as summaries
+    facts = [r for _i, r in seen]
     day1_rows, hist_rows = [], []
     for partition in sources:
         d1 = day1_for(inputs.guild_of(partition))
@@ -144,7 +153,7 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
         return ItemStatus.EMPTY
     # the forgotten facts of every partition this context reads (stages/forgetting.py)
     forgotten = ctx.forgetting().applied(sources, [user_id], [name, day1, historical, *(f["text"] for f in facts)])
-    pkey = profile_key(name, facts, max_words=memory.profile_words, same_fact=memory.same_fact) if facts else None
+    pkey = user_facts.key(name, seen, max_words=memory.profile_words, same_fact=memory.same_fact) if facts else None
     rendered = join_recent(today, week)
     renders = len(rendered) <= ctx.settings.summary.context_chars  # fits: the render is the recent part
     fingerprint = RENDER if renders else ctx.summarizer.fingerprint("merge")
@@ -159,7 +168,7 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
         # what a kept recent part must still agree with (recent.keeps_stored): all but day 1's text
         "terms": input_hash("terms", name, fingerprint, historical, forgotten.key()) if recent_key else None,
     }
-    profile = _Profile(ctx, inputs, key_of, name, facts, pkey, as_of, forgotten)
+    profile = _Profile(ctx, inputs, key_of, name, (user_facts, seen), pkey, as_of, forgotten)
 
     async def compute(existing: dict | None) -> None:
         recent, recent_hash, degraded_reason, own_reason, attempts = "", recent_key, None, None, None
@@ -270,7 +279,7 @@ class _Profile:
     unchanged but now valid as of a later day 1 (`moves`). Never over one made as of a later day."""
 
     def __init__(self, ctx: RunContext, inputs: MergeInputs, key_of: tuple[str, int], name: str,
-                 facts: list[dict], pkey: str | None, as_of: dt.date, forgotten):
+                 facts: tuple[UserFacts, list[tuple[int, dict]]], pkey: str | None, as_of: dt.date, forgotten):
         self.ctx, self.key_of, self.name, self.facts, self.forgotten = ctx, key_of, name, facts, forgotten
         self.pkey, self.as_of = pkey, as_of
         self._text: str | None = None
@@ -285,8 +294,9 @@ class _Profile:
     def text(self) -> str:
         if self._text is None:
             memory = self.ctx.settings.memory
-            made = render(self.name, self.facts, max_words=memory.profile_words,
-                          same_fact=memory.same_fact) if self.facts else None
+            user_facts, seen = self.facts
+            made = user_facts.render(self.name, seen, max_words=memory.profile_words, same_fact=memory.same_fact,
+                                     key=self.pkey) if seen else None
             self._text = self.forgotten.scrub(made.text, self.key_of[1], self.name) if made else ""
             self.fact_count = len(made.fact_ids) if made else 0
         return self._text
