@@ -2,9 +2,9 @@
 
 A run is planned (`plan_run`, a pure function of the partitions, the days asked for, the
 recompute queue and each guild's day 1) and then executed: daily partition-days, then historical
-rows, then merges. It records a pipeline_runs row, commits per item (or per batch for cheap
-summarizers: a crash keeps finished work and a rerun resumes), and never holds one transaction
-for the whole run.
+rows, then merges. It records a pipeline_runs row, commits each item that cost a model call as
+it finishes and the rest in batches (all of them, for cheap summarizers: a crash keeps finished
+calls and a rerun resumes), and never holds one transaction for the whole run.
 
 The recompute queue (pipeline/store/controls.py: a deleted message, a clear) adds partition-days
 of any age up to day 1. A queued day is removed from the queue once computed, found fresh or

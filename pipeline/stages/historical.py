@@ -113,7 +113,7 @@ async def run_historical(ctx: RunContext, partition: str, guild_id: int | None, 
 
         async def compute(old: dict | None) -> None:
             if inp.rendered is not None:  # fits: the dated lines themselves, no call
-                ctx.writer.historical(row(inp.forgotten.scrub(inp.rendered, uid, name), None, 1))
+                ctx.writer.historical(row(inp.forgotten.scrub(inp.rendered, uid, name), None, 1), called=False)
                 ctx.stats.historical_rendered += 1
                 return
             outcome = await ctx.summarizer.historical(name, dailies)
@@ -126,7 +126,7 @@ async def run_historical(ctx: RunContext, partition: str, guild_id: int | None, 
         def copy(source: dict) -> None:  # the same request as `source`'s: its answer, no call
             reason = source["degraded_reason"]
             own = None if reason is None or reason == BUILT_FROM_DEGRADED else reason
-            ctx.writer.historical(row(source["summary"], own, source["attempts"]))
+            ctx.writer.historical(row(source["summary"], own, source["attempts"]), called=False)
 
         def plan() -> None:  # dry run: rendered, or a summarizer call (and its estimate, for a model)
             if inp.rendered is not None:

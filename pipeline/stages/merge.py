@@ -172,7 +172,7 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
 
     async def compute(existing: dict | None) -> None:
         recent, recent_hash, degraded_reason, own_reason, attempts = "", recent_key, None, None, None
-        row_key = key
+        row_key, called = key, False  # called: a model call made it (writes.py writes it at once)
         reusable = existing is not None and not ctx.force and not ctx.retry_degraded(existing)
         if renders and recent_key:
             recent = rendered
@@ -203,6 +203,7 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
                 ctx.stats.contexts_rendered += 1
             else:
                 outcome = await ctx.summarizer.merge(name, day1, historical)
+                called = True
                 ctx.stats.record(outcome)
                 ctx.stats.summarized += 1
                 # each line says when: the answer's own dated lines, the rest under the days merged
@@ -231,7 +232,7 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
             "degraded": degraded_reason is not None, "degraded_reason": degraded_reason,
             "attempts": attempts if attempts is not None else next_attempts(existing, own_reason),
             "recent": recent or None, "recent_hash": recent_hash,
-        }, profile=profile.pending(), touch_profile=profile.moves)
+        }, profile=profile.pending(), touch_profile=profile.moves, called=called)
         ctx.stats.contexts_written += 1
 
     def reread() -> dict | None:

@@ -2,10 +2,13 @@
 a context row) is written whole; several items share a transaction so that a nightly run over
 every partition is not a hundred thousand tiny commits.
 
-Items are written immediately (one transaction each) when other runs may be working on the same
-database (PostgreSQL, claims in use: a buffered item would be invisible to the run waiting on
-its claim, which would compute it again) and when each item cost a model call (a crash must not
-lose finished calls). Only cheap in-process summarizers batch."""
+Every item is written immediately (one transaction each) when other runs may be working on the
+same database (PostgreSQL, claims in use: a buffered item would be invisible to the run waiting
+on its claim, which would compute it again). Otherwise, with a model (`per_call`), an item that
+cost a model call is written at once (a crash must not lose finished calls) and the items made
+without one (a rendered week or context, a copied row, a moved or removed one: most of a nightly
+run's) wait for the batch, as every item does with a cheap in-process summarizer: a crash loses
+only work that costs nothing to redo."""
 
 from __future__ import annotations
 
@@ -19,24 +22,29 @@ _KINDS = ("dailies", "historicals", "contexts", "touches", "facts", "profiles", 
 
 
 class Writer:
-    """`same_fact`: the facts' similarity threshold (pipeline/memory/dedup.py); `on_facts`
-    receives the ADD / UPDATE / NOOP counts of each flush (the run's counters)."""
+    """`immediate`: every item at once; `per_call`: an item that cost a model call (`called`,
+    true unless its stage says otherwise) at once, the rest batched. `same_fact`: the facts'
+    similarity threshold (pipeline/memory/dedup.py); `on_facts` receives the ADD / UPDATE / NOOP
+    counts of each flush (the run's counters). `monotonic`: the clock of FLUSH_AFTER_S."""
 
-    def __init__(self, store, *, immediate: bool, same_fact: float = 0.85,
-                 on_facts: Callable[[Counter], None] | None = None):
+    def __init__(self, store, *, immediate: bool, per_call: bool = False, same_fact: float = 0.85,
+                 on_facts: Callable[[Counter], None] | None = None, monotonic: Callable[[], float] = time.monotonic):
         self.store = store
+        self.monotonic = monotonic
         self.immediate = immediate
+        self.per_call = per_call
         self.same_fact = same_fact
         self.on_facts = on_facts
         for kind in _KINDS:
             setattr(self, kind, [])
         self._since: float | None = None
 
-    def _added(self) -> None:
+    def _added(self, called: bool = True) -> None:
         if self._since is None:
-            self._since = time.monotonic()
+            self._since = self.monotonic()
         n = sum(len(getattr(self, kind)) for kind in _KINDS if kind != "facts")
-        if self.immediate or n >= FLUSH_ITEMS or time.monotonic() - self._since >= FLUSH_AFTER_S:
+        if self.immediate or (self.per_call and called) or n >= FLUSH_ITEMS \
+                or self.monotonic() - self._since >= FLUSH_AFTER_S:
             self.flush()
 
     def daily(self, record: dict, summaries: dict[int, str], now, facts: list[dict] = ()) -> None:
@@ -47,12 +55,12 @@ class Writer:
 
     def profile(self, row: dict) -> None:
         self.profiles.append(row)
-        self._added()
+        self._added(called=False)
 
     def remove(self, kind: str, scope: str, user_id: int) -> None:
         """A context or profile ("context" | "profile") left with no input as of this run."""
         self.removals.append((kind, scope, user_id))
-        self._added()
+        self._added(called=False)
 
     def drop_day(self, partition: str, day) -> None:
         """A partition-day with no messages left: its summaries and partition_days row go."""
@@ -65,24 +73,25 @@ class Writer:
         self.done.append((partition, day, queued_at, day1))
         self._added()
 
-    def historical(self, row: dict) -> None:
+    def historical(self, row: dict, *, called: bool = True) -> None:
         self.historicals.append(row)
-        self._added()
+        self._added(called)
 
-    def context(self, row: dict, *, profile: dict | None = None, touch_profile: bool = False) -> None:
+    def context(self, row: dict, *, profile: dict | None = None, touch_profile: bool = False,
+                called: bool = True) -> None:
         """A context, with its profile row when that changed (or moved to the context's day 1):
-        one item, one transaction."""
+        one item, in one transaction."""
         self.contexts.append(row)
         if profile is not None:
             self.profiles.append(profile)
         elif touch_profile:
             self.touches.append({"scope": row["scope"], "user_id": row["user_id"], "as_of_day": row["as_of_day"]})
-        self._added()
+        self._added(called)
 
     def touch(self, scope: str, user_id: int, as_of_day) -> None:
         """A context whose inputs did not change, now valid as of a later day 1."""
         self.touches.append({"scope": scope, "user_id": user_id, "as_of_day": as_of_day})
-        self._added()
+        self._added(called=False)
 
     def flush(self) -> None:
         if any(getattr(self, kind) for kind in _KINDS):
