@@ -48,6 +48,13 @@ def select_in(conn: Connection, make: Callable[[list], sa.Select], values: Itera
         yield from conn.execute(make(chunk))
 
 
+def as_dicts(result: sa.CursorResult) -> list[dict]:
+    """A result's rows as dicts, its keys read once: `dict(row._mapping)` per row cost twice as
+    much (a third of an unchanged 1M-message replay's time went to it)."""
+    keys = tuple(result.keys())
+    return [dict(zip(keys, row)) for row in result]
+
+
 def driver_message(exc: BaseException) -> str:
     """A database error as the driver words it, without the SQL and its bound parameters
     (SQLAlchemy's text has both) and, from PostgreSQL, without the DETAIL line (it can quote the
@@ -140,11 +147,14 @@ class StoreBase:
 
     def rows(self, op: str, stmt) -> list[dict]:
         with self.reading(op) as conn:
-            return [dict(r._mapping) for r in conn.execute(stmt)]
+            return as_dicts(conn.execute(stmt))
 
     def rows_in(self, op: str, make: Callable[[list], sa.Select], values: Iterable) -> list[dict]:
         with self.reading(op) as conn:
-            return [dict(r._mapping) for r in select_in(conn, make, values)]
+            out: list[dict] = []
+            for chunk in chunks(values):
+                out += as_dicts(conn.execute(make(chunk)))
+            return out
 
     # ------------------------------------------------------------------ inspection
 
