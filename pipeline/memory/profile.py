@@ -138,8 +138,9 @@ class UserFacts:
     """One user's fact rows, for the merges of all their scopes in a run: grouped once by
     partition (global facts apart), so a scope filters the facts of its own sources instead of
     all the user's (hundreds, for dozens of scopes); each fact's share of the profile key
-    rendered once; and the choice of facts made once per distinct fact set (scopes that read
-    the same facts share it). The rows must not change while this object is in use."""
+    rendered once; the choice of facts made once per distinct fact set, and the last profile
+    kept by its key (scopes that read the same facts share them: the key holds everything a
+    profile is made from). The rows must not change while this object is in use."""
 
     def __init__(self, rows: Iterable[dict]):
         self._global: list[tuple[int, dict]] = []
@@ -151,6 +152,7 @@ class UserFacts:
                 self._by_partition.setdefault(r["partition"], []).append((i, r))
         self._parts: dict[int, tuple[tuple, str]] = {}  # by position: the rows are this object's
         self._chosen: dict[tuple, list[dict]] = {}
+        self._last: tuple[str, Profile | None] | None = None  # (key, profile): one, to bound memory
 
     def visible(self, sources: Iterable[str], as_of: dt.date) -> list[tuple[int, dict]]:
         """`visible(rows, sources, as_of)` as (position, row) pairs, in the rows' order."""
@@ -170,9 +172,14 @@ class UserFacts:
 
     def render(self, name: str, seen: list[tuple[int, dict]], *, max_words: int, same_fact: float,
                key: str | None = None) -> Profile | None:
-        """render() of the rows of `seen` (from `visible`)."""
+        """render() of the rows of `seen` (from `visible`); `key`: their key()."""
+        if key is not None and self._last is not None and self._last[0] == key:
+            return self._last[1]
         ids = (tuple(i for i, _r in seen), max_words, same_fact)
         rows = [r for _i, r in seen]
         if ids not in self._chosen:
             self._chosen[ids] = choose(rows, max_words, same_fact)
-        return render(name, rows, max_words=max_words, same_fact=same_fact, key=key, chosen=self._chosen[ids])
+        made = render(name, rows, max_words=max_words, same_fact=same_fact, key=key, chosen=self._chosen[ids])
+        if key is not None:
+            self._last = (key, made)
+        return made
