@@ -128,8 +128,9 @@ def get_context(scope: str, user_id: int, *, query: str | None = None, budget_to
     """The context a bot should read before answering `user_id` in `scope`, or None when there is
     no memory for them there. Raises StoreError when the database fails (never returns None for
     an outage) — NoDatabaseError, naming what it tried, when it is not there (a read never creates
-    one) and SchemaError when it has no current mempipe schema — IdError for bad input: a malformed scope (ScopeError, an IdError) or a user id
-    that is not a 64-bit id (a float, a bool, out of range), before the database is asked.
+    one) and SchemaError when it has no current mempipe schema — and IdError for bad input: a
+    malformed scope (ScopeError, an IdError) or a user id that is not a 64-bit id (a float, a bool,
+    out of range), before the database is asked.
 
     query: the message being answered. The stored context then gets the best search hits (see
     `search`) it does not hold already, appended as "Related memories:" lines while the whole

@@ -50,7 +50,8 @@ def select_in(conn: Connection, make: Callable[[list], sa.Select], values: Itera
 
 def as_dicts(result: sa.CursorResult) -> list[dict]:
     """A result's rows as dicts, its keys read once: `dict(row._mapping)` per row cost twice as
-    much (a third of an unchanged 1M-message replay's time went to it)."""
+    much (that conversion was ~14% of py-spy's samples of an unchanged 1M-message replay; the small
+    corpus's unchanged replay under cProfile went from 4.7 to 3.5 s with this)."""
     keys = tuple(result.keys())
     return [dict(zip(keys, row)) for row in result]
 
