@@ -116,6 +116,15 @@ class GeminiSettings(BaseModel):
     rate_window_s: float = Field(60.0, gt=0, description="the limits' window: leave at 60 (tests shrink it)")
     limits: dict[str, ModelLimits] = Field(default_factory=dict)
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
+    # Every process on one API key shares one quota: the limits above are counted in the database
+    # (PostgreSQL; pipeline/llm/shared_limiter.py). Implied by workers.enabled.
+    shared_quota: bool = Field(False, description="count the limits in the database, shared by every process")
+    # Nightly work through the Batch API (half price, answers within hours; pipeline/llm/batch.py):
+    # a run submits the requests it would send, and a later run (or serve's poll) uses the answers.
+    batch: bool = Field(False, description="send nightly requests as Batch API jobs")
+    batch_poll_s: float = Field(600.0, gt=0, description="serve checks submitted batch jobs this often")
+    batch_timeout_h: float = Field(24.0, gt=0, description="a job still unfinished after this is given up: its items go interactive")
+    batch_price_factor: float = Field(0.5, gt=0, le=1, description="batch price as a share of the interactive price")
 
     @field_validator("api_key_env")
     @classmethod
@@ -183,6 +192,18 @@ class SearchSettings(BaseModel):
     context_hits: int = Field(5, ge=1, le=100, description="at most this many hits appended to a context")
 
 
+class WorkerSettings(BaseModel):
+    """`mempipe worker` (pipeline/workers/): nightly items run as procrastinate jobs on PostgreSQL."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
+
+    enabled: bool = Field(False, description="runs hand their items to `mempipe worker` processes (PostgreSQL)")
+    queue: str = Field("mempipe", min_length=1, description="the procrastinate queue the items go to")
+    concurrency: int = Field(4, ge=1, description="jobs at once in one worker process (`worker --concurrency`)")
+    heartbeat_s: float = Field(10.0, gt=0, description="a worker records that it is alive this often")
+    stalled_s: float = Field(30.0, gt=0, description="a worker silent this long is dead: its jobs are retried")
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="MEMPIPE_", env_nested_delimiter="__", extra="forbid"
@@ -204,6 +225,7 @@ class Settings(BaseSettings):
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
     controls: ControlsSettings = Field(default_factory=ControlsSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
+    workers: WorkerSettings = Field(default_factory=WorkerSettings)
 
 
     @classmethod

@@ -6,6 +6,7 @@
 - historical summaries: only the current window is read (day 1's history); older ones are kept
   for the seven days a replay may still ask for, then deleted.
 - contexts not refreshed for `retention_days` (the user went quiet, their inputs aged out).
+- worker jobs (PostgreSQL with workers) that failed or were cancelled: one day.
 - facts and forgotten facts are never deleted by retention: they are the user's own record.
 """
 
@@ -29,4 +30,7 @@ def apply_retention(store, settings, *, now: dt.datetime, batch_size: int = 5000
         "memory_context": store.delete_older_than("memory_context", "as_of_day", oldest_day, batch_size),
         # a profile is touched with its context every run: an old one has no context any more
         "memory_profiles": store.delete_older_than("memory_profiles", "as_of_day", oldest_day, batch_size),
+        # worker jobs that failed or were cancelled (pipeline/workers/): kept a day for `mempipe
+        # runs` debugging, then gone with the ids in their arguments
+        "procrastinate_jobs": store.queue_drop_ended(settings.workers.queue, before=now - dt.timedelta(days=1)),
     }

@@ -23,6 +23,7 @@ from typing import Callable
 
 from .calendar import HISTORY_DAYS, day_bounds, days_between
 from .errors import MempipeError
+from .llm.batch_jobs import finish_batch, start_batch
 from .safety import redact
 from .stages.context import RunContext
 from .stages.daily import _UNKNOWN as _UNREAD
@@ -30,6 +31,7 @@ from .stages.daily import load_partition_days, run_daily
 from .stages.historical import run_historical
 from .stages.merge import Day1For, run_merges
 from .stages.refresh import ItemStatus
+from .workers.dispatch import dispatcher_for
 
 log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]  # (done, total)
@@ -131,7 +133,11 @@ async def bring_up_to_date(ctx: RunContext, daily_days: list[dt.date] | None, as
             counts["daily_calls"] += 1
         advance()
 
-    await _run_dailies(ctx, plan, counted)
+    workers = dispatcher_for(ctx)  # pipeline/workers/: each stage's items as jobs (workers.enabled)
+    if workers is not None:
+        await workers.dailies(plan, advance)
+    else:
+        await _run_dailies(ctx, plan, counted)
     # A dry run writes nothing, so a later stage would read what the earlier ones did not make:
     # checked against the stored rows its items would look unchanged, or empty. Its estimate stops
     # after the first stage with an item to make ("estimated": the stages it covers).
@@ -140,19 +146,29 @@ async def bring_up_to_date(ctx: RunContext, daily_days: list[dt.date] | None, as
         for _p in parts:
             advance()
         return counts
+    if ctx.stats.deferred:  # gemini.batch: the next stages wait for the batch answers (llm/batch.py)
+        return counts
     ctx.writer.flush()  # historical summaries read the dailies
     unchanged = ctx.stats.passed_unchanged
-    for p in parts:
-        await run_historical(ctx, p["partition"], p["guild_id"], day1(p["guild_id"]))
-        advance()
+    if workers is not None:
+        await workers.historicals(parts, day1, advance)
+    else:
+        for p in parts:
+            await run_historical(ctx, p["partition"], p["guild_id"], day1(p["guild_id"]))
+            advance()
     if ctx.dry_run and ctx.stats.historical_items > ctx.stats.passed_unchanged - unchanged:
         counts["estimated"] = "historical"
+        return counts
+    if ctx.stats.deferred:  # gemini.batch: the merges wait for the past weeks' batch answers
         return counts
     scopes = [p["partition"] for p in parts]
 
     def in_run(guild: int | None) -> bool:  # the scopes of this run (a guild, a timezone's rollover)
         return (guild_id is None or guild == guild_id) and (only_guilds is None or only_guilds(guild))
-    await run_merges(ctx, scopes, day1, in_run)
+    if workers is not None:
+        await workers.merges(scopes, day1, in_run)
+    else:
+        await run_merges(ctx, scopes, day1, in_run)
     return counts
 
 
@@ -280,9 +296,15 @@ async def _execute(ctx: RunContext, kind: str, date_from: dt.date | None, date_t
                    only_guilds: Callable[[int | None], bool] | None, on_cancel: str) -> RunResult:
     run_id = ctx.store.start_run(kind, date_from, date_to, guild_id, ctx.dry_run, ctx.now())
     ctx.run_kind = kind  # an hourly refresh may keep an immaterially changed context (stages/recent.py)
+    ctx.run_id = run_id
     daily_days = days_between(date_from, date_to) if kind == "replay" else None
     try:
+        batching = await start_batch(ctx, kind)  # gemini.batch: collect finished jobs first
         plan = await bring_up_to_date(ctx, daily_days, date_to, guild_id, progress, only_guilds)
+        if batching:  # what this run (or another process) deferred goes as batch jobs
+            await finish_batch(ctx, kind, date_from, date_to, guild_id)
+        if ctx.dry_run:  # the estimate's input cost (batch prices with gemini.batch)
+            ctx.stats.estimated_cost += getattr(ctx.summarizer, "planned_cost", 0.0)
     except BaseException as exc:
         try:
             ctx.writer.flush()  # items finished before the failure are whole: keep them

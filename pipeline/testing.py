@@ -355,6 +355,10 @@ class InMemoryStageStore(InMemoryFacts, InMemoryControls):
         for uid in user_ids:
             self.tables["historical_summaries"].pop((partition, uid, day), None)
 
+    def queue_drop_ended(self, queue, *, before=None, conn=None) -> int:
+        """No job queue in memory (the SQL store's is procrastinate's, PostgreSQL only)."""
+        return 0
+
     @_recorded
     def delete_older_than(self, table_name, column, cutoff, batch_size) -> int:
         """Retention: the rows deleted. (The SQL store deletes `batch_size` rows per transaction, LIMIT 0 none.)"""
@@ -376,7 +380,9 @@ class InMemoryStageStore(InMemoryFacts, InMemoryControls):
     @_recorded
     def finish_run(self, run_id, status, counts, now, error=None) -> None:
         if (run_id,) in self.tables["pipeline_runs"]:  # an UPDATE of no row does nothing
-            self._update("pipeline_runs", (run_id,), {"status": status, "finished_at": now, "error": error, **counts})
+            row = self.tables["pipeline_runs"][(run_id,)]  # counts are added, as the SQL store does
+            self._update("pipeline_runs", (run_id,), {"status": status, "finished_at": now, "error": error,
+                                                      **{k: (row.get(k) or 0) + v for k, v in counts.items()}})
 
     @_recorded
     def runs(self, limit=20) -> list[dict]:

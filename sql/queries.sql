@@ -178,3 +178,33 @@ ON CONFLICT (channel_id, message_id) DO UPDATE SET text = excluded.text, edited_
 WHERE excluded.edited_ts IS NOT NULL
   AND (chat_history.edited_ts IS NULL OR excluded.edited_ts > chat_history.edited_ts)
   AND chat_history.user_id = excluded.user_id;
+
+-- The job queue of `mempipe worker` (procrastinate's tables, PostgreSQL; pipeline/store/queue.py).
+
+-- name: queue_job_statuses
+-- The status of each of a run's jobs. A job that is not there succeeded: workers delete a job
+-- when it succeeds.
+SELECT id, status::text AS status FROM procrastinate_jobs WHERE id = ANY(:ids);
+
+-- name: queue_cancel
+-- A failed or cancelled run's jobs not yet started (procrastinate's cancel, for many ids at once:
+-- a cancelled job stays, so a run waiting for it queues it again).
+UPDATE procrastinate_jobs SET status = 'cancelled' WHERE id = ANY(:ids) AND status = 'todo';
+
+-- name: queue_drop_ended
+-- The queue's jobs that ended without succeeding keep their arguments (partitions, days, user
+-- ids): an erase deletes them all (:before NULL), retention those with no event since :before.
+-- A run still waiting on one of them reads it as done and the next run makes the item.
+DELETE FROM procrastinate_jobs j
+WHERE j.queue_name = :queue AND j.status IN ('failed', 'cancelled', 'aborted')
+  AND (CAST(:before AS timestamptz) IS NULL
+       OR NOT EXISTS (SELECT 1 FROM procrastinate_events e WHERE e.job_id = j.id AND e.at >= :before));
+
+-- name: queue_live_workers
+-- How many workers recorded a heartbeat within the last :seconds (a run waiting on nobody says so).
+SELECT count(*) FROM procrastinate_workers WHERE last_heartbeat > now() - make_interval(secs => :seconds);
+
+-- name: queue_notify
+-- A worker's job reports to the run waiting for it (its LISTEN channel): the job's key, the
+-- folds it made, its counts that pipeline_runs has no column for, or why it failed.
+SELECT pg_notify(:channel, :payload);

@@ -1,6 +1,6 @@
 """The `mempipe` command (see main.py). Importing the topic modules registers their commands."""
 
-from . import data, memory, messages, search, service, users  # noqa: F401  (they add their commands to `cli`)
+from . import batches, data, memory, messages, search, service, users, worker  # noqa: F401  (they add their commands to `cli`)
 from .main import cli, main
 
 __all__ = ["cli", "main"]

@@ -28,7 +28,8 @@ def db():
 @db.command("upgrade")
 @click.pass_obj
 def db_upgrade(state: State):
-    """Apply pending migrations from sql/migrations (safe to run again).
+    """Apply pending migrations from sql/migrations (safe to run again). On PostgreSQL, also
+    create the job queue's tables (procrastinate's) for `mempipe worker` when they are missing.
 
     Example: mempipe --db sqlite:///var/mempipe.db db upgrade
     """
@@ -36,6 +37,11 @@ def db_upgrade(state: State):
     applied = store.upgrade()
     for m in applied:
         click.echo(f"applied {m.path.name}", err=True)
+    if store.dialect == "postgresql":  # the job queue of `mempipe worker` (pipeline/workers/queue.py)
+        from ..workers.queue import ensure_schema
+
+        if ensure_schema(store.engine.url):
+            click.echo("applied the job queue's schema (procrastinate)", err=True)
     click.echo(f"schema up to date on {store.safe_url} ({len(applied)} migration(s) applied)")
 
 
@@ -225,6 +231,8 @@ def runs_cmd(state: State, limit, as_json):
       passed  made or kept without a model, by reason (fit, weeks/recent rendered, nothing to merge, reused,
               unchanged)
       errs    failed (not written; retried by later runs)
+    A run with gemini.batch adds "N deferred to a batch job": items waiting for a batch answer, made by a
+    later run (`mempipe batches`); items = summ + passed + errs + deferred.
     llm: LLM requests (a long day may take several); facts+ / upd / rej: facts added, updated (a newer
     statement superseded one) and rejected by validation. --json has every count by name
     (passed_<reason>, facts_rejected_<reason>)."""

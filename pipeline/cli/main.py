@@ -4,14 +4,18 @@ errors to stderr; every option has an environment variable; errors say what to d
 This module holds the group, its shared state and option helpers; the commands live by topic in
 data.py (db, import, run, replay, runs), memory.py (context, contexts, facts, profile,
 memory-files), search.py (search), users.py (user …), messages.py (messages delete) and
-service.py (serve, retention, status)."""
+service.py (serve, retention, status) and worker.py (worker)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import datetime as dt
 import json
 import logging
-from typing import Any
+import os
+import signal
+from typing import Any, Iterator
 
 import click
 
@@ -155,6 +159,28 @@ def _scope(_ctx, _param, value):
     except MempipeError as exc:
         raise click.BadParameter(str(exc)) from None
 
+
+
+@contextlib.contextmanager
+def stop_on_signals(stop: asyncio.Event, log: logging.Logger, doing: str = "stopping") -> Iterator[None]:
+    """Inside a running event loop, for a long-running command (`serve`, `worker`): SIGTERM or
+    SIGINT sets `stop` (logged as "<signal> received: <doing>"); a second one exits at once (1)."""
+    loop = asyncio.get_running_loop()
+
+    def on_signal(name: str) -> None:
+        if stop.is_set():
+            log.error("%s again: exiting at once", name)
+            os._exit(1)
+        log.info("%s received: %s", name, doing)
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, on_signal, sig.name)
+    try:
+        yield
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
 
 
 # Options several commands share: the same flag, help and checks everywhere.

@@ -1,7 +1,9 @@
 """How `mempipe run`, `replay` and `runs` report a run: from its pipeline_runs row, the same
 counts adding up the same way everywhere (sql/migrations/0010_run_counts.sql):
 
-    items (partition-days + past weeks + contexts) = summarized + passed through + failed
+    items (partition-days + past weeks + contexts) = summarized + passed through + failed + deferred
+
+"deferred" (gemini.batch): waiting for a batch job's answer; a later run makes them (0012_llm_batches).
 
 "summarized": a summarizer operation made the item (the model's answer — or, when the model
 failed, the extractive fallback's, marked degraded — or the extractive summarizer's). "passed
@@ -61,7 +63,8 @@ def run_lines(row: dict, summarizer: str, stale: int = 0) -> list[str]:
     """A finished (or failed) run: the sum, then what the summarized and passed-through items were."""
     lines = [f"run {row['id']} {row['status']}: {items(row)} items ({row['partition_days']} partition-days, "
              f"{row['historical_items']} past weeks, {row['context_items']} contexts) = {row['summarized']} "
-             f"summarized + {passed(row)} passed through without a model + {row['errors']} failed"]
+             f"summarized + {passed(row)} passed through without a model + {row['errors']} failed"
+             + _deferred(row)]
     if summarizer == "extractive" and not row["llm_calls"]:
         if row["summarized"]:
             lines.append(f"  summarized: {row['summarized']} by the extractive summarizer (in-process: no model)")
@@ -80,6 +83,16 @@ def run_lines(row: dict, summarizer: str, stale: int = 0) -> list[str]:
     return lines
 
 
+def _planned_cost(row: dict) -> str:
+    """A dry run's input cost from [gemini.prices] (at batch prices with gemini.batch), when priced."""
+    return f", ~${row['estimated_cost']:.4f} for the input" if row["estimated_cost"] else ""
+
+
+def _deferred(row: dict) -> str:
+    """The items waiting for a batch job's answer (gemini.batch), when there are any."""
+    return f" + {row['deferred']} deferred to a batch job" if row.get("deferred") else ""
+
+
 def dry_run_lines(row: dict, summarizer: str, estimated: str | None) -> list[str]:
     """What a run would do. A stage reads what the earlier ones make, which a dry run does not:
     when the partition-days (`estimated` "daily") or the past weeks ("historical") would change,
@@ -87,7 +100,8 @@ def dry_run_lines(row: dict, summarizer: str, estimated: str | None) -> list[str
     model = summarizer != "extractive"
     would = (f"{row['summarized']} would be summarized"
              + (f" (~{row['planned_llm_calls']} LLM requests{'' if estimated else ' at most'}, "
-                f"~{row['planned_prompt_tokens']} prompt tokens, estimated at 4 characters per token)" if model
+                f"~{row['planned_prompt_tokens']} prompt tokens, estimated at 4 characters per token"
+                f"{_planned_cost(row)})" if model
                 else " by the extractive summarizer (in-process: no model)"))
     why = f": {_reasons(row)}" if passed(row) else ""
     if estimated == "daily":
@@ -122,4 +136,5 @@ def table_line(r: dict) -> str:
             f"{r['errors']:>4} {r['llm_calls']:>5} {r['retries']:>5} {r['fallbacks']:>5} "
             f"{r['prompt_tokens'] + r['output_tokens']:>8} {r['estimated_cost']:>7.4f} {r['facts_added']:>6} "
             f"{r['facts_updated']:>4} {rejected:>4}  {why}"
+            f"{_deferred(r).replace(' + ', '; ', 1)}"
             f"{'  ' + r['error'] if r['error'] else ''}{'  (dry run)' if r['dry_run'] else ''}")

@@ -8,7 +8,7 @@ import logging
 import click
 
 from ..logs import FORMATS, configure_logging
-from .main import State, _echo_json, cli, json_option
+from .main import State, _echo_json, cli, json_option, stop_on_signals
 
 # ---------------------------------------------------------------- serve / status
 
@@ -41,9 +41,6 @@ def serve_cmd(state: State, log_format, run_now, http_address):
     Example: mempipe --db postgresql+psycopg://mempipe@db/mempipe serve --log-format json
     Example: mempipe serve --http 127.0.0.1:8089
     """
-    import os
-    import signal
-
     from ..scheduler.leader import default_identity
     from ..scheduler.service import serve
 
@@ -82,23 +79,9 @@ def serve_cmd(state: State, log_format, run_now, http_address):
         if close is not None:
             await close()
         stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-
-        def on_signal(name: str):
-            if stop.is_set():
-                log.error("%s again: exiting at once", name)
-                os._exit(1)
-            log.info("%s received: stopping", name)
-            stop.set()
-
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, on_signal, sig.name)
-        try:
+        with stop_on_signals(stop, log):
             await serve(settings, clock=state.clock, stop_event=stop, run_now=run_now or None, store=store,
                         identity=identity, on_leader=role)
-        finally:
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.remove_signal_handler(sig)
 
     try:
         asyncio.run(main())

@@ -94,11 +94,19 @@ def clear(store, settings: Settings, user_id: Any, *, requested_by: Any, scope: 
             [{"partition": p, "day": d, "reason": "clear"} for p, d in spoke], now, conn=conn)
         if include_history:
             counts += _delete_history(store, settings, user_id, messages, requested_by, clock, conn)
+        _drop_batch_requests(store, counts, conn)
         record(store, "clear", user_id, by, requested_by, None if sc is None else str(sc), now, counts, conn=conn,
                include_history=include_history)
     store.purge_deleted_text()
     return {"user_id": user_id, "scope": None if sc is None else str(sc),
             "partitions": None if partitions is None else sorted(partitions), "rows": dict(sorted(counts.items()))}
+
+
+def _drop_batch_requests(store, counts, conn) -> None:
+    """Batch mode's requests and answers (llm_batch_requests) quote chat text and summaries: every
+    one not yet used goes (the simple safe rule; a later run asks again for what it still needs)."""
+    if dropped := store.drop_batch_requests(conn=conn):
+        counts["llm_batch_requests"] += dropped
 
 
 def _name_words(names: Iterable[str]) -> set[str]:
@@ -133,6 +141,9 @@ def erase(store, settings: Settings, user_id: Any, *, requested_by: Any, clock: 
         counts += erased
         counts["recompute_queue"] += store.enqueue_days(
             [{"partition": p, "day": d, "reason": "erase"} for p, d in redo], now, conn=conn)
+        _drop_batch_requests(store, counts, conn)
+        # ended worker jobs (pipeline/workers/) keep their arguments, user ids among them
+        counts["procrastinate_jobs"] += store.queue_drop_ended(settings.workers.queue, conn=conn)
         rows = {k: v for k, v in sorted(counts.items()) if v}
         store.record_action("erase", key, None if by in ("subject", "operator") else requester_id(requested_by),
                             None, now, sum(rows.values()), {"by": by, "rows": rows}, conn=conn)

@@ -60,6 +60,13 @@ def make_engine(url: str, *, pool_size: int = 5, max_overflow: int = 10) -> Engi
     raise ConfigError(f"unsupported database {backend!r}: mempipe runs on SQLite or PostgreSQL")
 
 
+def libpq_url(url: str | sa.engine.URL) -> str:
+    """A PostgreSQL URL as libpq reads it (`postgresql://…`, password kept): what psycopg itself
+    and procrastinate take. SQLAlchemy's `postgresql+psycopg://` names the driver; libpq does not."""
+    parsed = sa.engine.make_url(url) if isinstance(url, str) else url
+    return parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
 def _open_existing_only(engine: Engine, path: str, missing: str) -> None:
     uri = f"file:{quote(path)}?mode=rw"  # quote: '?', '#' and '%' would end or escape a URI's path
 

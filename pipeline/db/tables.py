@@ -132,6 +132,10 @@ ITEM_COUNTS = ("historical_items", "context_items", "summarized", "passed_fits",
                "passed_recent_rendered", "passed_no_recent", "passed_reused", "passed_unchanged",
                "planned_llm_calls", "planned_prompt_tokens")
 
+# sql/migrations/0012_llm_batches.*.sql: items that waited for a batch answer (gemini.batch); they
+# are items too: the sum of 0010 adds them (summarized + passed + errors + deferred).
+BATCH_COUNTS = ("deferred",)
+
 pipeline_runs = sa.Table(
     "pipeline_runs", metadata, sa.Column("id", Id, primary_key=True), *_required(kind=sa.Text),
     *_optional(date_from=LocalDate, date_to=LocalDate, guild_id=Id),
@@ -143,6 +147,7 @@ pipeline_runs = sa.Table(
     sa.Column("estimated_cost", sa.Float, nullable=False, server_default="0"),
     *_counts(*FACT_COUNTS, server_default="0"),
     *_counts(*ITEM_COUNTS, server_default="0"),
+    *_counts(*BATCH_COUNTS, server_default="0"),
 )
 
 DERIVED_TABLES = (partition_days, daily_summaries, historical_summaries, memory_context, memory_profiles)
@@ -179,4 +184,38 @@ memory_exclusions = sa.Table(
 recompute_queue = sa.Table(
     "recompute_queue", metadata, *_keys(partition=sa.Text, day=LocalDate),
     *_required(reason=sa.Text, queued_at=UtcDateTime),
+)
+
+
+# sql/migrations/0011_shared_quota.*.sql: the per-model limits counted for every process
+# (pipeline/llm/shared_limiter.py). held_until NULL: the request is in flight.
+llm_quota_models = sa.Table(
+    "llm_quota_models", metadata, *_keys(model=sa.Text),
+    *_optional(blocked_until=UtcDateTime, day=LocalDate), *_counts("day_requests", server_default="0"),
+)
+
+llm_quota_slots = sa.Table(
+    "llm_quota_slots", metadata, sa.Column("id", Id, primary_key=True),
+    sa.Column("model", sa.Text, sa.ForeignKey("llm_quota_models.model"), nullable=False),
+    *_required(tokens=sa.Integer, sent_at=UtcDateTime), *_optional(held_until=UtcDateTime),
+    *_required(holder=sa.Text),
+)
+
+
+
+# sql/migrations/0012_llm_batches.*.sql: Gemini Batch mode (pipeline/llm/batch.py). A request by its
+# content's key (pending, submitted, answered, failed) and the jobs that carry them.
+llm_batch_requests = sa.Table(
+    "llm_batch_requests", metadata, *_keys(request_key=sa.Text),
+    *_required(model=sa.Text, request=JsonDocument, state=sa.Text), *_optional(job_name=sa.Text, answer=sa.Text,
+                                                                             answer_error=sa.Text, answered_by=sa.Text),
+    *_counts("prompt_tokens", "output_tokens", server_default="0"),
+    *_required(created_at=UtcDateTime, updated_at=UtcDateTime), *_optional(used_at=UtcDateTime),
+)
+
+llm_batch_jobs = sa.Table(
+    "llm_batch_jobs", metadata, *_keys(name=sa.Text), *_required(model=sa.Text, state=sa.Text),
+    *_counts("requests"), *_required(submitted_at=UtcDateTime),
+    *_optional(checked_at=UtcDateTime, finished_at=UtcDateTime, error=sa.Text), *_required(run_kind=sa.Text),
+    *_optional(date_from=LocalDate, date_to=LocalDate, guild_id=Id, rerun_at=UtcDateTime),
 )

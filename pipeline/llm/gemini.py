@@ -89,6 +89,29 @@ def retry_delay_of(exc: genai_errors.APIError) -> float | None:
     return None
 
 
+def read_response(model: str, response: types.GenerateContentResponse) -> LLMResponse:
+    """The text and usage of an answer, or BadOutput when it cannot be used (blocked, cut short,
+    empty): the same for an interactive answer and a batch job's."""
+    usage = response.usage_metadata
+    prompt_tokens = (usage.prompt_token_count or 0) if usage else 0
+    output_tokens = (usage.candidates_token_count or 0) if usage else 0
+    feedback = response.prompt_feedback
+    if feedback is not None and feedback.block_reason:
+        raise BadOutput(f"{model}: prompt blocked ({feedback.block_reason})")
+    if not response.candidates:
+        raise BadOutput(f"{model}: no candidates in the answer")
+    finish = response.candidates[0].finish_reason
+    finish_name = getattr(finish, "name", None) or (str(finish) if finish else None)
+    if finish_name == "MAX_TOKENS":
+        raise BadOutput(f"{model}: answer truncated (finishReason MAX_TOKENS)")
+    if finish_name in _BLOCKING:
+        raise BadOutput(f"{model}: answer blocked (finishReason {finish_name})")
+    text = response.text
+    if not text:
+        raise BadOutput(f"{model}: empty answer")
+    return LLMResponse(text, prompt_tokens, output_tokens, finish_name)
+
+
 class GeminiClient:
     def __init__(self, api_key: str, *, base_url: str | None = None, api_version: str | None = None,
                  timeout_s: float = 60.0, thinking_budget: int | None = None):
@@ -102,8 +125,14 @@ class GeminiClient:
     def __repr__(self) -> str:  # never show the key
         return "GeminiClient(api_key=***)"
 
-    async def generate(self, model: str, prompt: str, *, system: str | None, json_schema: type | None,
-                       max_output_tokens: int) -> LLMResponse:
+    @property
+    def batches(self):
+        """google-genai's async Batch API (pipeline/llm/batch_jobs.py submits and collects with it)."""
+        return self._client.aio.batches
+
+    def request(self, model: str, prompt: str, *, system: str | None, json_schema: type | None,
+                max_output_tokens: int) -> tuple[str, types.GenerateContentConfig]:
+        """The contents and config of one request, the same whether it goes alone or in a batch job."""
         gemma = is_gemma(model)
         if gemma and system:
             prompt = f"{system}\n\n{prompt}"
@@ -115,6 +144,12 @@ class GeminiClient:
             response_schema=None if gemma or json_schema is None else response_schema(json_schema),
             thinking_config=thinking_config(model, self.thinking_budget),
         )
+        return prompt, config
+
+    async def generate(self, model: str, prompt: str, *, system: str | None, json_schema: type | None,
+                       max_output_tokens: int) -> LLMResponse:
+        prompt, config = self.request(model, prompt, system=system, json_schema=json_schema,
+                                      max_output_tokens=max_output_tokens)
         try:
             # Our own deadline too: a server that accepts the connection and then stalls must
             # not hang a run, whatever the transport does.
@@ -136,25 +171,7 @@ class GeminiClient:
             raise Transient(f"{model}: timed out after {self.timeout_s:g}s") from exc
         except httpx2.TransportError as exc:
             raise Transient(f"{model}: connection failed: {exc.__class__.__name__}") from exc
-
-        usage = response.usage_metadata
-        prompt_tokens = (usage.prompt_token_count or 0) if usage else 0
-        output_tokens = (usage.candidates_token_count or 0) if usage else 0
-        feedback = response.prompt_feedback
-        if feedback is not None and feedback.block_reason:
-            raise BadOutput(f"{model}: prompt blocked ({feedback.block_reason})")
-        if not response.candidates:
-            raise BadOutput(f"{model}: no candidates in the answer")
-        finish = response.candidates[0].finish_reason
-        finish_name = getattr(finish, "name", None) or (str(finish) if finish else None)
-        if finish_name == "MAX_TOKENS":
-            raise BadOutput(f"{model}: answer truncated (finishReason MAX_TOKENS)")
-        if finish_name in _BLOCKING:
-            raise BadOutput(f"{model}: answer blocked (finishReason {finish_name})")
-        text = response.text
-        if not text:
-            raise BadOutput(f"{model}: empty answer")
-        return LLMResponse(text, prompt_tokens, output_tokens, finish_name)
+        return read_response(model, response)
 
     async def aclose(self) -> None:
         close = getattr(self._client.aio, "aclose", None)

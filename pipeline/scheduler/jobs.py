@@ -22,7 +22,7 @@ from ..config import Settings
 from ..errors import MempipeError
 from ..safety import redact
 from ..store import Store
-from .schedule import REFRESH, RETENTION, ROLLOVER, in_zone, kind_of
+from .schedule import BATCH_POLL, REFRESH, RETENTION, ROLLOVER, in_zone, kind_of
 
 log = logging.getLogger("pipeline.scheduler")
 CANCELLED = "cancelled by shutdown"
@@ -95,6 +95,10 @@ async def retention_job(service: str) -> None:
     await run_job(_runtime(service), RETENTION)
 
 
+async def batch_poll_job(service: str) -> None:
+    await run_job(_runtime(service), BATCH_POLL)
+
+
 # ---------------------------------------------------------------- the work
 
 async def _pipeline(rt: Runtime, job_id: str, report: dict) -> None:
@@ -117,6 +121,14 @@ async def _retention(rt: Runtime, job_id: str, report: dict) -> None:
                                       batch_size=rt.settings.scheduler.retention_batch_size)
     report["deleted"] = dict(deleted)
     report["rows_deleted"] = sum(deleted.values())
+
+
+async def _batch_poll(rt: Runtime, job_id: str, report: dict) -> None:
+    """gemini.batch: ask the server about the submitted jobs; when answers came in, start the runs
+    that submitted them again (each once, in the order they were submitted) to use them."""
+    from ..llm.batch_jobs import poll
+
+    report.update(await poll(rt.app.run_context, rt.store, rt.settings, rt.clock))
 
 
 def _stats_fields(stats) -> dict:
@@ -152,7 +164,7 @@ async def _run_locked(rt: Runtime, job_id: str) -> dict:
         rt.store.scheduler_job_started(job_id, started)
     except MempipeError as exc:
         log.warning("could not record the start of %s: %s", job_id, exc)
-    body = _retention if kind == RETENTION else _pipeline
+    body = _retention if kind == RETENTION else _batch_poll if kind == BATCH_POLL else _pipeline
     work = asyncio.ensure_future(body(rt, job_id, report))
     rt.work.add(work)
     outcome, error = "ok", None
@@ -178,6 +190,8 @@ def _finish(rt: Runtime, job_id: str, started, t0: float, outcome: str, error: s
             report: dict) -> dict:
     fields: dict[str, Any] = {"job": job_id, "outcome": outcome}
     fields.update(_stats_fields(report.get("_stats")))
+    if "batch_jobs_collected" in report:
+        fields["batch_jobs_collected"], fields["run_ids"] = report["batch_jobs_collected"], report["run_ids"]
     if "rows_deleted" in report:
         fields["rows_deleted"] = report["rows_deleted"]
         fields["deleted"] = report["deleted"]

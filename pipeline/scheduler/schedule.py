@@ -27,15 +27,18 @@ from zoneinfo import ZoneInfo
 
 from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
 
 from ..config import Settings
 
 UTC = dt.timezone.utc
 REFRESH, RETENTION, ROLLOVER = "refresh", "retention", "rollover"
+BATCH_POLL = "batch_poll"  # gemini.batch: collect finished batch jobs, start their runs again
 _FUNCS = {
     REFRESH: "pipeline.scheduler.jobs:refresh_job",
     ROLLOVER: "pipeline.scheduler.jobs:rollover_job",
     RETENTION: "pipeline.scheduler.jobs:retention_job",
+    BATCH_POLL: "pipeline.scheduler.jobs:batch_poll_job",
 }
 
 
@@ -123,13 +126,16 @@ class LocalMidnightTrigger(BaseTrigger):
 
 
 def build_triggers(settings: Settings) -> dict[str, BaseTrigger]:
-    """Job id -> trigger: `refresh`, one `rollover:<zone>` per zone in use, `retention`."""
+    """Job id -> trigger: `refresh`, one `rollover:<zone>` per zone in use, `retention`, and with
+    gemini.batch `batch_poll`."""
     s = settings.scheduler
     zone = ZoneInfo(s.timezone)
     triggers: dict[str, BaseTrigger] = {REFRESH: CronTrigger(minute=s.refresh_minute, timezone=zone)}
     for name in zones_in_use(settings):
         triggers[f"{ROLLOVER}:{name}"] = LocalMidnightTrigger(name, s.rollover_minute)
     triggers[RETENTION] = CronTrigger(hour=s.retention_hour, minute=s.retention_minute, timezone=zone)
+    if settings.gemini.batch:  # every gemini.batch_poll_s (pipeline/llm/batch_jobs.py)
+        triggers[BATCH_POLL] = IntervalTrigger(seconds=settings.gemini.batch_poll_s, timezone=zone)
     return triggers
 
 

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 from ..clock import Clock, system_clock
 from ..config import Settings
-from ..db.tables import FACT_COUNTS, ITEM_COUNTS
+from ..db.tables import BATCH_COUNTS, FACT_COUNTS, ITEM_COUNTS
 from ..store import Lock, StageStorage
 from ..store.locks import NullLock
 from ..summarize import Summarizer
@@ -27,6 +27,8 @@ PERSISTED_COUNTS += FACT_COUNTS
 RENAMED = {"passed_week_rendered": "historical_rendered", "passed_recent_rendered": "contexts_rendered",
            "passed_reused": "historical_reused"}
 PERSISTED_COUNTS += tuple(RENAMED.get(c, c) for c in ITEM_COUNTS)
+# deferred: items waiting for a batch job's answer (gemini.batch; sql/migrations/0012_llm_batches)
+PERSISTED_COUNTS += BATCH_COUNTS
 REPORTED_COUNTS = ("daily_computed", "daily_folded",  # daily_folded: of which only new messages were read
                    "historical_computed",
                    "merges_kept",  # a same-day refresh kept the stored recent part: no material change (a cache hit)
@@ -79,6 +81,7 @@ class RunContext:
     force: bool = False
     dry_run: bool = False
     run_kind: str = "run"  # set by the runner: "refresh" lets the merge stage keep an immaterially changed context
+    run_id: int | None = None  # set by the runner: its pipeline_runs row (workers add their counts to it)
     # partition-days folded in this run -> the input hash of the row they were folded from (stages/recent.py)
     folds: dict = field(default_factory=dict)
     _gate: asyncio.Semaphore | None = field(default=None, repr=False)

@@ -23,6 +23,7 @@ import asyncio
 import datetime as dt
 import logging
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from ..calendar import Scope, parse_scope
@@ -326,11 +327,27 @@ def _remove_stale(ctx: RunContext, inputs: MergeInputs, key_of: tuple[str, int],
 
 async def run_merges(ctx: RunContext, partitions: list[str], day1_for: Day1For,
                      in_run: Callable[[int | None], bool] | None = None) -> None:
-    """Every (scope, user) of these scopes, from inputs read once; the items are independent, so
-    an LLM summarizer keeps several in flight within its limits. `in_run` (a guild filter: None
-    for DMs): also every scope in it where a user has durable memory or a context — memory
-    outlives the week, so those contexts move to the new day 1 even when nobody spoke there."""
+    """Every (scope, user) of these scopes (`plan_merges`), from inputs read once; the items are
+    independent, so an LLM summarizer keeps several in flight within its limits."""
     ctx.writer.flush()  # merges read the dailies and historicals written so far
+    plan = plan_merges(ctx, partitions, day1_for, in_run)
+    await run_merge_jobs(ctx, plan.jobs, day1_for, plan.inputs)
+
+
+@dataclass
+class MergePlan:
+    inputs: MergeInputs          # what the merges read, for every user
+    day1s: set[dt.date]          # the day 1s those inputs were read for
+    jobs: list[tuple[Scope, int]]
+
+
+def plan_merges(ctx: RunContext, partitions: list[str], day1_for: Day1For,
+                in_run: Callable[[int | None], bool] | None = None) -> MergePlan:
+    """The (scope, user) merges of a run: every user of these scopes with a day-1 daily, a
+    historical row or a context, and everyone with facts where they may be answered. `in_run` (a
+    guild filter: None for DMs): also every scope in it where a user has durable memory or a
+    context — memory outlives the week, so those contexts move to the new day 1 even when nobody
+    spoke there. In scope order, each scope's users in id order."""
     channels = ctx.store.channels()
     guilds = {c["guild_id"] for c in channels.values()}
     day1s = {day1_for(g) for g in guilds | {None}} | {day1_for(int(p.split(":")[1])) for p in partitions
@@ -349,7 +366,13 @@ async def run_merges(ctx: RunContext, partitions: list[str], day1_for: Day1For,
     scopes = list(dict.fromkeys(partitions))
     if in_run is not None:
         scopes += sorted(s for s in set(users_of) - set(scopes) if in_run(inputs.guild_of(s)))
-    jobs = [(parse_scope(s), u) for s in scopes for u in sorted(users_of.get(s, ()))]
+    return MergePlan(inputs, day1s, [(parse_scope(s), u) for s in scopes for u in sorted(users_of.get(s, ()))])
+
+
+async def run_merge_jobs(ctx: RunContext, jobs: list[tuple[Scope, int]], day1_for: Day1For,
+                         inputs: MergeInputs) -> None:
+    """These merges, from `inputs` (a whole run's, or narrowed to their users: a worker's job,
+    pipeline/workers/), bounded by the run's slots; then every row is written."""
     inputs.preload_user_partitions({u for sc, u in jobs if sc.kind == "dm"})
 
     async def bounded(scope: Scope, user_id: int) -> None:

@@ -6,7 +6,9 @@
   dry run -> PLANNED (the item's estimate is added)
   claim   -> BUSY when another run holds it and the caller would rather come back later
   re-read under the claim (another run may have just written it) -> CACHED; then REUSED as above
-  compute -> COMPUTED, or FAILED when the summarizer raised (counted, logged; the run goes on)
+  compute -> COMPUTED, or FAILED when the summarizer raised (counted, logged; the run goes on),
+             or DEFERRED when an answer comes from a batch job (gemini.batch; pipeline/llm/batch.py):
+             nothing written, not an error, counted as deferred; the run stops after this stage
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from typing import Awaitable, Callable
 
 from ..errors import SummarizerError
+from ..llm.batch import Deferred, item_done, item_requests
 from .context import RunContext
 
 log = logging.getLogger(__name__)
@@ -34,6 +37,7 @@ class ItemStatus(enum.Enum):
     COMPUTED = "computed"
     FAILED = "failed"
     BUSY = "busy"          # another run holds the claim (only when the caller does not wait)
+    DEFERRED = "deferred"  # waits for a batch job's answer (gemini.batch): a later run makes it
 
 
 @dataclass
@@ -94,11 +98,16 @@ async def refresh_item(ctx: RunContext, item: Item, *, wait: bool = True) -> Ite
         if (status := verdict(existing)) is not None or (status := reuse()) is not None:
             return status
         try:
-            await item.compute(existing)
+            with item_requests() as batch_used:
+                await item.compute(existing)
+        except Deferred:
+            ctx.stats.deferred += 1
+            return ItemStatus.DEFERRED
         except SummarizerError as exc:
             ctx.stats.errors += 1
             log.warning("%s failed: %s", item.key, exc)
             return ItemStatus.FAILED
+        item_done(ctx.summarizer, batch_used)  # the batch answers it used: deleted when the night is done
         return ItemStatus.COMPUTED
     finally:
         lock.release()

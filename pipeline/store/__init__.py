@@ -10,6 +10,9 @@
 - read.py: the bot read path
 - search.py: search candidates from the search index, the audience point queries
 - locks.py: one Lock protocol (PostgreSQL advisory lock, lock file, null lock)
+- quota.py: the LLM quota shared by every process (PostgreSQL; pipeline/llm/shared_limiter.py)
+- batches.py: Gemini Batch mode's requests and jobs (pipeline/llm/batch.py)
+- queue.py: the job queue of `mempipe worker` (job statuses, a run's report channel; PostgreSQL)
 
 `Store` is all roles on one engine; each role's Protocol names what its callers may use, so a
 stage depends on `StageStorage`, not on the whole store (pipeline/testing.py fakes it in memory).
@@ -20,11 +23,14 @@ from __future__ import annotations
 from typing import Protocol
 
 from .base import StoreBase
+from .batches import BatchStorage, BatchStore
 from .controls import ControlsStorage, ControlsStore
 from .derived import DerivedStorage, DerivedStore
 from .facts import FactsStorage, FactsStore
 from .ingest import IngestStorage, IngestStore
 from .locks import Lock, LockStore, lock_key
+from .quota import QuotaStorage, QuotaStore
+from .queue import QueueStore
 from .read import ReadStorage, ReadStore
 from .runs import RunsStorage, RunsStore
 from .scheduler import SchedulerStorage, SchedulerStore
@@ -45,9 +51,9 @@ class StageStorage(DerivedStorage, FactsStorage, ControlsStorage, RunsStorage, L
 
 
 class Store(ReadStore, SearchStore, IngestStore, DerivedStore, FactsStore, ControlsStore, RunsStore, SchedulerStore,
-            LockStore, UsersStore, StoreBase):
+            LockStore, QueueStore, QuotaStore, BatchStore, UsersStore, StoreBase):
     """Every role on one engine (`Store.open(url)`)."""
 
 
 __all__ = ["Store", "StageStorage", "DerivedStorage", "FactsStorage", "ControlsStorage", "IngestStorage", "RunsStorage",
-           "SchedulerStorage", "ReadStorage", "SearchStorage", "LockStorage", "Lock", "lock_key"]
+           "SchedulerStorage", "ReadStorage", "SearchStorage", "LockStorage", "QuotaStorage", "BatchStorage", "Lock", "lock_key"]

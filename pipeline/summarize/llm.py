@@ -26,8 +26,10 @@ from ..llm.client import LLMClient, estimate_tokens
 from ..llm.errors import BadOutput, LLMError, RateLimited, fallback_reason
 from ..llm.gemini import is_gemma
 from ..llm.limiter import RateLimiter
+from ..llm.shared_limiter import SharedQuota, SharedRateLimiter
 from .base import PASSED_FITS, ChatLine, Outcome, PartitionDay, Usage
 from .budget import Budget, chunk_lines, fit_texts, reduce_requests, short_name
+from .estimates import LLMEstimates
 from .extractive import ExtractiveSummarizer
 from .facts_out import candidates, messages, of_users, prepared
 from .prompts import PROMPTS_DIR, render, template_hash
@@ -53,7 +55,7 @@ def strip_fences(text: str) -> str:
     return m.group(1) if m else text.strip()
 
 
-class LLMSummarizer:
+class LLMSummarizer(LLMEstimates):
     kind = "gemini"
 
     def __init__(self, settings, client: LLMClient, *, sleep=asyncio.sleep, monotonic=None,
@@ -65,10 +67,13 @@ class LLMSummarizer:
         self._sleep = sleep
         self._monotonic = monotonic
         self._clock = clock  # the limiters' daily request count follows its UTC day
-        self._limiters: dict[str, RateLimiter] = {}
+        self._limiters: dict[str, RateLimiter | SharedRateLimiter] = {}
+        self._shared_quota = SharedQuota.for_settings(settings)  # None: this process counts alone
         self._semaphore: asyncio.Semaphore | None = None
         self.retry_budget = self.cfg.run_retry_budget
         self.system = system_text()
+        self.batch = None  # a run with gemini.batch attaches a BatchBook (pipeline/llm/batch.py)
+        self.planned_cost = 0.0  # a dry run's estimates, priced (_planned)
 
     # ------------------------------------------------------------------ identity
 
@@ -80,14 +85,17 @@ class LLMSummarizer:
 
     # ------------------------------------------------------------------ one request
 
-    def _limiter(self, model: str) -> RateLimiter:
+    def _limiter(self, model: str) -> RateLimiter | SharedRateLimiter:
         if model not in self._limiters:
             lim = self.cfg.limits.get(model)
+            limits = (lim.rpm, lim.tpm, lim.rpd) if lim else (None, None, None)
+            if self._shared_quota is not None:  # one count in the database for every process
+                self._limiters[model] = self._shared_quota.limiter(model, *limits, sleep=self._sleep)
+                return self._limiters[model]
             kwargs = {"sleep": self._sleep, "window_s": self.cfg.rate_window_s, "clock": self._clock}
             if self._monotonic is not None:
                 kwargs["monotonic"] = self._monotonic
-            self._limiters[model] = RateLimiter(lim.rpm if lim else None, lim.tpm if lim else None,
-                                                lim.rpd if lim else None, **kwargs)
+            self._limiters[model] = RateLimiter(*limits, **kwargs)
         return self._limiters[model]
 
     def _price(self, model: str, prompt_tokens: int, output_tokens: int) -> float:
@@ -130,26 +138,31 @@ class LLMSummarizer:
         async def attempt() -> M:
             nonlocal reask
             text = prompt + (REASK if reask else "")
-            async with self._semaphore:
-                slot = await limiter.acquire(self.prompt_tokens(operation, text))
-                try:
-                    response = await self.client.generate(
-                        model, text, system=self.system, json_schema=None if is_gemma(model) else schema,
-                        max_output_tokens=self.cfg.max_output_tokens)
-                except RateLimited as exc:
-                    usage.llm_calls += 1
-                    if exc.retry_after:
-                        limiter.penalize(min(exc.retry_after, self.cfg.backoff_max_s))
-                    raise
-                except LLMError:
-                    usage.llm_calls += 1
-                    raise
-                finally:
-                    limiter.release(slot)
+            # batch mode: a batch job's answer (or Deferred: the item waits for one); None: interactive
+            response, price_factor = self.batch.answer(model, text, self.system, schema) if self.batch else (None, 1.0)
+            if response is None:
+                async with self._semaphore:
+                    slot = await limiter.acquire(self.prompt_tokens(operation, text))
+                    try:
+                        response = await self.client.generate(
+                            model, text, system=self.system, json_schema=None if is_gemma(model) else schema,
+                            max_output_tokens=self.cfg.max_output_tokens)
+                    except RateLimited as exc:
+                        usage.llm_calls += 1
+                        if exc.retry_after:
+                            limiter.penalize(min(exc.retry_after, self.cfg.backoff_max_s))
+                        raise
+                    except LLMError:
+                        usage.llm_calls += 1
+                        raise
+                    finally:
+                        limiter.release(slot)
+                if self.batch is not None:  # kept for the item's next round (a failed batch job's request)
+                    self.batch.keep(model, text, self.system, schema, response)
             usage.llm_calls += 1
             usage.prompt_tokens += response.prompt_tokens
             usage.output_tokens += response.output_tokens
-            usage.cost += self._price(model, response.prompt_tokens, response.output_tokens)
+            usage.cost += self._price(model, response.prompt_tokens, response.output_tokens) * price_factor
             try:
                 return schema.model_validate_json(strip_fences(response.text))
             except ValidationError as exc:
@@ -374,27 +387,9 @@ class LLMSummarizer:
                                                   lambda: self.fallback.forget(facts, fact, subject))
         return Outcome(answer if reason else answer.positions(len(facts)), usage, reason)
 
-    # ------------------------------------------------------------------ estimates
-
-    def estimate_daily(self, pd: PartitionDay) -> tuple[int, int]:
-        """(requests, prompt tokens) a partition-day would cost, before spending them."""
-        if self._fits_daily(pd):
-            return 0, 0  # passed through without the model
-        pd = prepared(pd)
-        pieces = self.chunks(pd)
-        tokens = sum(self.prompt_tokens("daily", self._render_daily(pd, p, i + 1 if len(pieces) > 1 else None))
-                     for i, p in enumerate(pieces))
-        if len(pieces) == 1:
-            return 1, tokens
-        # reduce: about one request per budget-full of partial summaries
-        partial_tokens = len(pieces) * len(pd.speakers) * (self.lengths.daily_chars // 4 + 20)
-        reduce_calls = max(1, -(-partial_tokens // self.cfg.input_budget_tokens))
-        return len(pieces) + reduce_calls, tokens + partial_tokens
-
-    def estimate(self, operation: str, *args) -> tuple[int, int]:
-        """(requests, prompt tokens) of a historical(name, dailies) or merge(name, day1, historical)."""
-        prompt = self._historical_prompt(*args) if operation == "historical" else self._merge_prompt(*args)
-        return 1, self.prompt_tokens(operation, prompt)
-
     async def aclose(self) -> None:
-        await self.client.aclose()
+        try:
+            await self.client.aclose()
+        finally:
+            if self._shared_quota is not None:  # the last releases written, its connections closed
+                await self._shared_quota.aclose(self._limiters.values())

@@ -40,10 +40,10 @@ def stage_columns() -> dict[str, str]:
 
 
 def item_columns() -> list[str]:
-    """The item outcomes, which add up to the items (summarized + passed_<reason> + errors, as
-    `mempipe runs` adds them: pipeline/cli/report.py); a pass-through reason a later migration
-    adds shows up by itself."""
-    return [c for c in count_columns() if c in ("summarized", "errors") or c.startswith("passed_")]
+    """The item outcomes, which add up to the items (summarized + passed_<reason> + errors +
+    deferred (gemini.batch), as `mempipe runs` adds them: pipeline/cli/report.py); a pass-through
+    reason a later migration adds shows up by itself."""
+    return [c for c in count_columns() if c in ("summarized", "errors", "deferred") or c.startswith("passed_")]
 
 
 def work_columns() -> list[str]:
@@ -108,7 +108,7 @@ def families(snap: Snapshot, settings: Settings, now: dt.datetime, leading: bool
         return fam
 
     yield by_kind_and("mempipe_run_items", "Items of runs by outcome; the outcomes add up to the items "
-                      "(summarized, passed_<reason>, errors, as in `mempipe runs --json`)",
+                      "(summarized, passed_<reason>, errors, deferred, as in `mempipe runs --json`)",
                       "outcome", {c: c for c in item_columns()})
     yield by_kind_and("mempipe_run_work", "Other counts of runs (summarizer_calls, cache_hits, fallbacks, ...: "
                       "not a partition of the items)", "what", {c: c for c in work_columns()})

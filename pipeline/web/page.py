@@ -47,7 +47,8 @@ def _runs(store: Store) -> list[dict[str, Any]]:
     for r in rows:
         r["duration_s"] = round((r["finished_at"] - r["started_at"]).total_seconds(), 1) if r["finished_at"] else None
         r["facts_rejected"] = sum(v for k, v in r.items() if k.startswith("facts_rejected_"))
-        # items = summarized + passed + errors, as `mempipe runs` adds them up (pipeline/cli/report.py)
+        # items = summarized + passed + errors (+ deferred, gemini.batch: shown with the error), as
+        # `mempipe runs` adds them up (pipeline/cli/report.py)
         r["items"] = r["partition_days"] + r["historical_items"] + r["context_items"]
         r["passed"] = sum(v for k, v in r.items() if k.startswith("passed_"))
     return rows

@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-SECTIONS = {"ingest", "calls", "overhead", "quota", "read", "cost", "memory", "search"}
+SECTIONS = {"ingest", "calls", "overhead", "quota", "read", "cost", "memory", "search", "scale"}
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def test_every_section_is_measured_and_reported(bench):
     assert set(data["sections"]) == SECTIONS
     assert stdout.strip() == text.strip()  # printed as written
     for title in ("Ingest", "LLM calls per nightly run", "Pipeline overhead", "Quota use", "Bot read", "Cost",
-                  "Memory quality", "Memory search"):
+                  "Memory quality", "Memory search", "Scaling out"):
         assert f". {title} (tiny)" in text
     assert text.count("this section alone: `python -m bench --size tiny --seed 1 --only ") == len(SECTIONS)
     s = data["sections"]
@@ -93,3 +93,19 @@ def test_search_is_measured_with_every_hit_checked(bench):
     if os.environ.get("CI") == "true":
         assert "postgresql" in search["databases"]
     assert "Memory search" in bench[1] and "recall@5" in bench[1]
+
+
+def test_scale_workers_make_one_process_requests_and_rows_within_the_limit(bench):
+    """Counts, not speed: every worker count makes the single process's requests and rows, and the
+    server never sees more than the limit in a window (the shares are a benchmark matter)."""
+    scale = bench[0]["sections"]["scale"]
+    if "skipped" in scale:
+        assert os.environ.get("CI") != "true", scale["skipped"]  # CI has PostgreSQL
+        return
+    assert scale["minimum"] > 0 and scale["nights"]
+    for night in scale["nights"]:
+        server = night["server"]
+        assert server["admitted"] == scale["minimum"] and night["rows_equal"], night["workers"]
+        assert server["max_in_window"] <= scale["limit"] and server["rejected"] == 0, night["workers"]
+        assert night["status"] == ["ok"], night["workers"]
+    assert "Scaling out" in bench[1] and "one process cannot spend it" in bench[1]

@@ -90,6 +90,7 @@ _STATUS_NAMES = {
     504: "DEADLINE_EXCEEDED",
 }
 
+_BATCH_RE = re.compile(r"^/(?:(?P<version>[^/]+)/)?batches/(?P<id>[^/:]+)(?::(?P<verb>[A-Za-z]+))?$")
 _PATH_RE = re.compile(r"^/(?:(?P<version>[^/]+)/)?models/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)$")
 
 
@@ -339,6 +340,9 @@ class FakeGemini:
         self._thread: threading.Thread | None = None
         self._url: str | None = None
         self._answers = 0
+        from .gemini_batches import FakeBatches  # the Batch API endpoints (batches/<id>, :batchGenerateContent)
+
+        self._batches = FakeBatches(self)
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -435,6 +439,23 @@ class FakeGemini:
             best = max(best, hi - lo + 1)
         return best
 
+    # ----------------------------------------------------------------- Batch API (gemini_batches.py)
+
+    @property
+    def batch_jobs(self) -> dict:
+        """name -> FakeBatchJob (state, model, requests, responses) of every job created."""
+        return self._batches.jobs
+
+    def finish_batches(self, name: str | None = None) -> int:
+        """Answer every inline request of the running job `name` (default: every running job) with
+        the script and responder, as generateContent would, and mark it succeeded. Returns how many
+        requests were answered."""
+        return self._batches.finish(name)
+
+    def fail_batches(self, name: str | None = None, state: str = "BATCH_STATE_FAILED") -> int:
+        """End the running job(s) without answers: BATCH_STATE_FAILED, or e.g. BATCH_STATE_EXPIRED."""
+        return self._batches.end(name, state)
+
     # ----------------------------------------------------------------- internals
 
     def _track(self, conn: socket.socket, *, add: bool) -> None:
@@ -496,6 +517,9 @@ class FakeGemini:
 
     def _decide(self, rec: RecordedRequest, http_method: str):
         """Returns (http code, JSON-able payload or bytes, outcome)."""
+        batch_route = _BATCH_RE.match(urlsplit(rec.path).path)
+        if batch_route is not None or rec.method == "batchGenerateContent":
+            return self._batches.route(rec, http_method, batch_route)
         if http_method != "POST" or not rec.method:
             return _error(404, f"fake Gemini: no route for {http_method} {rec.path}"), "bad_request"
         key = rec.headers.get("x-goog-api-key")

@@ -25,7 +25,8 @@ def test_retention_deletes_aged_rows_in_batches_and_keeps_facts(store, settings)
     n_hist = len(store.dump("historical_summaries"))
     deleted = apply_retention(store, s, now=dt.datetime(2026, 11, 24, tzinfo=UTC))
     assert deleted == {"chat_history": 0, "daily_summaries": 0, "partition_days": 0,
-                       "historical_summaries": n_hist, "memory_context": 0, "memory_profiles": 0}
+                       "historical_summaries": n_hist, "memory_context": 0, "memory_profiles": 0,
+                       "procrastinate_jobs": 0}  # no failed worker job (test_worker_queue_cleanup.py)
     counts_before = store.table_counts()
     assert counts_before["chat_history"] == 90
 

@@ -1,0 +1,237 @@
+"""The run's side (`workers.enabled`, PostgreSQL, not a dry run): `bring_up_to_date` hands each
+stage to a Dispatcher, which defers the stage's items as jobs (jobs.py) on `workers.queue`, waits
+for them, and only then returns — so dailies, historical rows and merges keep their order.
+
+Waiting polls the statuses of the jobs it deferred (in a thread: the event loop, `serve`'s, is
+never blocked) and:
+- a job gone from the queue succeeded (workers delete a job when it succeeds);
+- a job that failed (its task raised) fails the run with the item's name and the worker's cause;
+- a job cancelled or aborted (a worker stopped before finishing it) is deferred again;
+- every `workers.heartbeat_s`, the jobs of workers silent for `workers.stalled_s` go back to the
+  queue (procrastinate's retry), so another worker picks up the item of one that was killed.
+An item another run has waiting with the same inputs is not queued twice: this run waits for
+that job (jobs.py, queueing lock). When the run fails or is cancelled, its jobs not yet started
+are cancelled (a running one finishes; what it writes is kept).
+
+At the end of each stage the run settles its channel (pipeline/store/queue.py) and takes in what
+its jobs counted: pipeline_runs' counts from the row (`take_run_counts`; `finish_run` adds them
+back with the run's own), the other counts and a daily job's folds from the reports. So the run's
+row, report and log line show the same numbers as an in-process run's, and a refresh's merges
+see the folds its dailies made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import time
+from typing import Callable
+
+from ..errors import MempipeError
+from ..stages.context import RENAMED, RunContext, RunStats
+from ..stages.merge import plan_merges
+from .jobs import JobSpec, daily_jobs, historical_jobs, merge_groups, merge_jobs, zone_days
+from .queue import opened, queue_app, require_postgresql
+
+log = logging.getLogger(__name__)
+POLL_S = 0.2        # how often a waiting run reads its jobs' statuses
+DEFER_BATCH = 200   # jobs per INSERT
+REDEFERS = 3        # a job cancelled or aborted this often fails the run
+IDLE_S = 120.0      # no job finished for this long: the run checks that a worker is alive, and says if none is
+_COLUMNS = tuple(RunStats().columns())  # pipeline_runs' count columns
+_STAT_OF = dict(RENAMED)  # a column stored under another name than its stat
+
+
+class WorkerJobFailed(MempipeError):
+    """A job's task raised in a worker: the run fails, naming the item."""
+
+
+def dispatcher_for(ctx: RunContext) -> "Dispatcher | None":
+    """The run's Dispatcher when its stages go to workers, else None (in-process: the default,
+    and every dry run, which writes nothing)."""
+    if not ctx.settings.workers.enabled or ctx.dry_run:
+        return None
+    require_postgresql(ctx.store.dialect, "[workers] enabled = true")
+    if ctx.run_id is None:
+        raise MempipeError("a run handed to workers needs its pipeline_runs row (runner.execute)")
+    return Dispatcher(ctx)
+
+
+class Dispatcher:
+    def __init__(self, ctx: RunContext):
+        self.ctx = ctx
+        self.workers = ctx.settings.workers
+        self.run = {"id": ctx.run_id, "kind": ctx.run_kind}
+
+    # ---------------------------------------------------------------- the stages
+
+    async def dailies(self, plan, advance: Callable[[], None]) -> None:
+        await self._stage(daily_jobs(plan.work, force=self.ctx.force, queued=plan.queued, day1=plan.day1), advance)
+
+    async def historicals(self, parts: list[dict], day1, advance: Callable[[], None]) -> None:
+        await self._stage(historical_jobs(parts, day1, force=self.ctx.force), advance)
+
+    async def merges(self, scopes: list[str], day1, in_run) -> None:
+        """The run plans the merges (stages/merge.py `plan_merges`, the in-process planning) and
+        hands them out in groups; a worker reads each group's inputs for its users only."""
+        ctx = self.ctx
+        plan = plan_merges(ctx, scopes, day1, in_run)
+        inputs = plan.inputs
+        pairs = [(str(scope), user) for scope, user in plan.jobs]
+        if ctx.folds:  # folds() reads each DM user's partitions: in one query
+            inputs.preload_user_partitions({u for scope, u in plan.jobs if scope.kind == "dm"})
+        scope_of = {str(scope): scope for scope, _u in plan.jobs}
+
+        def folds(group: list[tuple[str, int]]) -> list[list]:
+            """The run's folds in the partitions these merges read (a refresh's merges consult them)."""
+            if not ctx.folds:
+                return []
+            read = {p for scope, user in group for p in inputs.source_partitions(scope_of[scope], user)}
+            return [[p, d.isoformat(), h] for (p, d), h in sorted(ctx.folds.items()) if p in read]
+
+        groups = merge_groups(pairs, inputs.guild_of)
+        await self._stage(merge_jobs(groups, day1s=plan.day1s, zones=zone_days(ctx.settings.timezones, day1),
+                                     force=ctx.force, kind=ctx.run_kind, folds=folds))
+
+    # ---------------------------------------------------------------- one stage
+
+    async def _stage(self, specs: list[JobSpec], advance: Callable[[], None] | None = None) -> None:
+        """Defer `specs`, wait for every one, take in what they counted."""
+        if not specs:
+            return
+        store = self.ctx.store
+        queue = queue_app(store.engine.url)
+        async with opened(queue), store.run_channel(self.ctx.run_id) as channel:
+            t0 = time.monotonic()
+            waiting = await self._defer(queue, specs)
+            log.info("run %s: %d job(s) deferred to queue %r (%s)", self.ctx.run_id, len(specs), self.workers.queue,
+                     specs[0].task)
+            try:
+                await self._wait(queue, waiting, channel, advance)
+                await channel.settle()
+            except BaseException:
+                await self._cancel(waiting)
+                try:
+                    self._take(channel.messages)  # what finished before the failure counts
+                except MempipeError as exc:
+                    log.error("run %s: could not take in its workers' counts: %s", self.ctx.run_id, exc)
+                raise
+            self._take(channel.messages)
+            log.info("run %s: %d %s job(s) done in %.1f s", self.ctx.run_id, len(specs), specs[0].task,
+                     time.monotonic() - t0)
+
+    async def _defer(self, queue, specs: list[JobSpec]) -> dict[int, tuple[JobSpec, bool]]:
+        """job id -> (spec, deferred by this run) for every spec: new jobs in batches; an item some
+        run already has waiting with the same inputs is that job."""
+        from procrastinate import exceptions
+
+        out: dict[int, tuple[JobSpec, bool]] = {}
+        for i in range(0, len(specs), DEFER_BATCH):
+            chunk = specs[i:i + DEFER_BATCH]
+            try:
+                jobs = await queue.job_manager.batch_defer_jobs_async([self._job(queue, s) for s in chunk])
+            except exceptions.AlreadyEnqueued:  # the whole INSERT failed: one at a time
+                for spec in chunk:
+                    job_id, own = await self._defer_one(queue, spec)
+                    out[job_id] = (spec, own)
+                continue
+            out.update({job.id: (spec, True) for job, spec in zip(jobs, chunk)})
+        return out
+
+    async def _defer_one(self, queue, spec: JobSpec) -> tuple[int, bool]:
+        from procrastinate import exceptions
+
+        for _ in range(5):
+            try:
+                return (await queue.job_manager.defer_job_async(self._job(queue, spec))).id, True
+            except exceptions.AlreadyEnqueued:
+                found = await queue.job_manager.list_jobs_async(queue=self.workers.queue,
+                                                                queueing_lock=spec.queueing_lock)
+                live = [j.id for j in found if j.status in ("todo", "doing")]
+                if live:
+                    log.info("%s: already queued by another run (job %s): waiting for it", spec.label, max(live))
+                    return max(live), False
+                # it started and finished in between: queue it again
+        raise MempipeError(f"could not queue {spec.label}: its queueing lock stayed taken")
+
+    def _job(self, queue, spec: JobSpec):
+        return queue.configure_task(spec.task, lock=spec.key, queueing_lock=spec.queueing_lock,
+                                    queue=self.workers.queue).make_new_job(**spec.kwargs(self.run))
+
+    async def _wait(self, queue, waiting: dict[int, tuple[JobSpec, bool]], channel,
+                    advance: Callable[[], None] | None) -> None:
+        redeferred: dict[str, int] = {}
+        next_check = time.monotonic() + self.workers.heartbeat_s
+        idle_check = time.monotonic() + IDLE_S
+        while waiting:
+            statuses = await asyncio.to_thread(self.ctx.store.queue_job_statuses, list(waiting))
+            for job_id, (spec, _own) in list(waiting.items()):
+                status = statuses.get(job_id, "succeeded")
+                if status in ("todo", "doing"):
+                    continue
+                del waiting[job_id]
+                idle_check = time.monotonic() + IDLE_S
+                if status == "succeeded":
+                    if advance is not None:
+                        advance()
+                elif status == "failed":
+                    await channel.settle()
+                    cause = next((m["error"] for m in channel.messages if m.get("key") == spec.key and "error" in m),
+                                 "its task raised; the worker's log has the cause")
+                    raise WorkerJobFailed(f"{spec.label} failed in a worker: {cause}")
+                else:  # cancelled, aborted: not done, not failed
+                    redeferred[spec.key] = redeferred.get(spec.key, 0) + 1
+                    if redeferred[spec.key] > REDEFERS:
+                        raise WorkerJobFailed(f"{spec.label} was {status} {REDEFERS + 1} times in the queue")
+                    log.warning("%s: job %s was %s; queueing it again", spec.label, job_id, status)
+                    new_id, own = await self._defer_one(queue, spec)
+                    waiting[new_id] = (spec, own)
+            if waiting and time.monotonic() >= next_check:
+                next_check = time.monotonic() + self.workers.heartbeat_s
+                await self._retry_stalled(queue)
+            if waiting and time.monotonic() >= idle_check:  # nothing finished for a while: anyone there?
+                idle_check = time.monotonic() + IDLE_S
+                if not await asyncio.to_thread(self.ctx.store.queue_live_workers, self.workers.stalled_s):
+                    log.warning("run %s: waiting for %d job(s) on queue %r, but no worker is running: start "
+                                "`mempipe worker` (or set [workers] enabled = false)", self.ctx.run_id, len(waiting),
+                                self.workers.queue)
+            if waiting:
+                await asyncio.sleep(POLL_S)
+
+    async def _retry_stalled(self, queue) -> None:
+        """Put the jobs of workers silent for `stalled_s` back in the queue."""
+        from procrastinate import exceptions
+
+        stalled = await queue.job_manager.get_stalled_jobs(queue=self.workers.queue,
+                                                           seconds_since_heartbeat=self.workers.stalled_s)
+        for job in stalled:
+            try:
+                await queue.job_manager.retry_job(job)
+            except exceptions.ConnectorException:  # another run put it back first
+                continue
+            log.warning("job %s (%s): its worker %s is silent for %.0f s or more: back in the queue for another "
+                        "worker", job.id, job.lock, job.worker_id, self.workers.stalled_s)
+
+    async def _cancel(self, waiting: dict[int, tuple[JobSpec, bool]]) -> None:
+        """The run failed or is cancelled: its jobs not yet started are cancelled (best effort)."""
+        own = [job_id for job_id, (_spec, mine) in waiting.items() if mine]
+        try:
+            n = await asyncio.to_thread(self.ctx.store.queue_cancel, own)
+        except MempipeError as exc:
+            log.error("run %s: could not cancel its jobs: %s", self.ctx.run_id, exc)
+        else:
+            log.info("run %s: %d job(s) not yet started cancelled", self.ctx.run_id, n)
+
+    def _take(self, messages: list[dict]) -> None:
+        """The stage's counts into the run's own (see the module's docstring)."""
+        stats = self.ctx.stats
+        for column, value in self.ctx.store.take_run_counts(self.ctx.run_id, _COLUMNS).items():
+            name = _STAT_OF.get(column, column)
+            setattr(stats, name, getattr(stats, name) + value)
+        for message in messages:
+            for name, value in message.get("reported", {}).items():
+                setattr(stats, name, getattr(stats, name) + value)
+            for partition, day, folded_from in message.get("folds", ()):
+                self.ctx.folds[(partition, dt.date.fromisoformat(day))] = folded_from
+        messages.clear()

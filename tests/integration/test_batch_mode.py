@@ -1,0 +1,282 @@
+"""Gemini Batch mode end to end (gemini.batch; pipeline/llm/batch.py, batch_jobs.py) through the
+real google-genai client and the loopback fake server's Batch API, on every database: a batch
+night submits instead of calling generateContent, takes rounds, and writes exactly the rows an
+interactive night writes; a failed, expired or timed-out job falls back to interactive requests."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import re
+
+import pytest
+import sqlalchemy as sa
+from click.testing import CliRunner
+
+from pipeline.cli import cli
+from pipeline.clock import fixed_clock
+from pipeline.config import ModelLimits
+from pipeline.controls import forget
+from pipeline.controls.clear import clear, erase
+from pipeline.ingest import ingest_messages
+from pipeline.runner import execute
+from pipeline.scheduler.jobs import Runtime, run_job
+from pipeline.scheduler.schedule import BATCH_POLL, build_triggers
+from pipeline.store import Store
+from tests.fakes.gemini_server import FakeGemini
+from tests.fakes.responders import canned_answer
+from tests.helpers import dump_derived, make_context, replay, tokens_in_tables
+from tests.integration.test_gemini import gemini_settings, llm
+
+UTC = dt.timezone.utc
+G = 1150000000000000951
+GENERAL, DM = 1170000000000000951, 1170000000000000952
+ANA, BO = 1160000000000000951, 1160000000000000952
+FIRST, LAST = "2026-11-03", "2026-11-04"
+ROUNDS = 8  # a night's rounds: daily chunks, reduce, historical, merge (and a re-ask's), with room
+
+
+@pytest.fixture
+def server():
+    with FakeGemini(canned_answer) as s:
+        yield s
+
+
+def _msg(mid: int, channel: int, user: int, text: str, day: int, hour: int, name: str) -> dict:
+    row = {"message_id": 1190000000000095000 + mid, "channel_id": channel, "user_id": user, "user_name": name,
+           "text": text, "ts": dt.datetime(2026, 11, day, hour, mid % 60, tzinfo=UTC)}
+    if channel == GENERAL:
+        return row | {"guild_id": G, "visibility": "public", "channel_name": "general"}
+    return row | {"guild_id": None, "visibility": "dm", "is_group": False}
+
+
+def chat(store, s, *, canary: str = "") -> None:
+    """Two days in a guild and a DM, one of them long enough to be map-reduced (input budget)."""
+    ana = f"I am building a castle with four towers, a moat and a drawbridge that really works {canary}."
+    bo = "I am mapping the ocean monument and the sunken ship next to it this week."
+    rows = [_msg(1, GENERAL, ANA, ana, 3, 9, "Ana"), _msg(2, GENERAL, BO, bo, 3, 10, "Bo"),
+            _msg(3, GENERAL, ANA, ana, 4, 9, "Ana"), _msg(4, DM, ANA, ana, 4, 11, "Ana")]
+    rows += [_msg(10 + i, GENERAL, BO if i % 2 else ANA, f"{bo if i % 2 else ana} Part {i}.", 4, 12 + i // 20, "Bo" if i % 2 else "Ana")
+             for i in range(60)]
+    ingest_messages(store, rows, s)
+
+
+def batch_settings(settings, server, **gemini):
+    # a small input budget: the long day is chunked and reduced (two daily rounds)
+    return gemini_settings(settings, server, batch=True, input_budget_tokens=900, **gemini)
+
+
+def night(store, s, *, now=None):
+    """One replay of the two days with batch on; its run row."""
+    ctx, result = replay(store, s, FIRST, LAST, summarizer=llm(s), **({"now": now} if now else {}))
+    return ctx, store.run(result.run_id)
+
+
+def batch_rows(store) -> dict[str, list]:
+    with store.engine.connect() as conn:
+        return {t: [dict(r._mapping) for r in conn.execute(sa.text(f"SELECT * FROM {t}"))]
+                for t in ("llm_batch_requests", "llm_batch_jobs")}
+
+
+def derived(store) -> dict:
+    """The derived tables, and the facts without their ids and write times (made in another order)."""
+    with store.engine.connect() as conn:
+        facts = sorted(tuple(str(v) for v in r) for r in conn.execute(sa.text(
+            "SELECT user_id, partition, level, category, text, fact_key, confidence, event_day, first_seen, "
+            "last_seen, origin, status, input_hash FROM memory_facts")))
+    return dump_derived(store) | {"memory_facts": facts}
+
+
+def interactive_reference(tmp_path, settings, server) -> dict:
+    ref = Store.open(f"sqlite:///{tmp_path}/interactive.db", check_schema=False)
+    ref.upgrade()
+    try:
+        s = batch_settings(settings, server)
+        s.gemini.batch = False
+        chat(ref, s)
+        replay(ref, s, FIRST, LAST, summarizer=llm(s))
+        return derived(ref)
+    finally:
+        ref.close()
+
+
+def finish_the_night(store, s, server) -> None:
+    """Rounds until nothing waits: each finishes the jobs the last one submitted."""
+    for _ in range(ROUNDS):
+        server.finish_batches()
+        if not night(store, s)[1]["deferred"]:
+            return
+    raise AssertionError(f"still deferring after {ROUNDS} rounds")
+
+
+def items(row: dict) -> int:
+    return row["partition_days"] + row["historical_items"] + row["context_items"]
+
+
+def added_up(row: dict) -> bool:
+    passed = sum(row[c] for c in ("passed_fits", "passed_week_rendered", "passed_recent_rendered", "passed_no_recent",
+                                  "passed_reused", "passed_unchanged"))
+    return items(row) == row["summarized"] + passed + row["errors"] + row["deferred"]
+
+
+def test_a_batch_night_writes_the_rows_of_an_interactive_night_in_rounds(store, settings, server, tmp_path):
+    expected = interactive_reference(tmp_path, settings, server)
+    server.reset()
+    s = batch_settings(settings, server)
+    chat(store, s)
+    rounds, inline = [], 0
+    for _ in range(ROUNDS):
+        _ctx, run = night(store, s)
+        rounds.append(run)
+        assert run["status"] == "ok" and run["errors"] == 0 and run["fallbacks"] == 0
+        assert added_up(run), run
+        if not run["deferred"]:
+            break
+        jobs = [j for j in batch_rows(store)["llm_batch_jobs"] if j["state"] == "running"]
+        assert jobs, "a run that deferred items submitted them"
+        inline += server.finish_batches()
+    assert not rounds[-1]["deferred"] and len(rounds) >= 4  # daily chunks, reduce, historical, merge
+    assert server.calls("generateContent") == []  # every answer came from a batch job
+    creates = server.calls("batchGenerateContent")
+    assert creates and {r.api_version for r in creates} == {"v1beta"}
+    assert len(server.calls("inline")) == inline == sum(r["llm_calls"] for r in rounds)
+    assert derived(store) == expected
+    assert batch_rows(store)["llm_batch_requests"] == []  # every answer used, then deleted
+    with store.engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM partition_days WHERE degraded")).scalar() == 0
+
+
+def test_the_first_round_defers_without_errors_rows_or_model_calls(store, settings, server):
+    s = batch_settings(settings, server)
+    chat(store, s)
+    _ctx, run = night(store, s)
+    assert run["status"] == "ok" and run["deferred"] > 0
+    assert run["errors"] == run["fallbacks"] == run["summarized"] == run["llm_calls"] == 0
+    assert added_up(run)
+    assert server.calls("generateContent") == []
+    assert store.dump("daily_summaries") == [] and store.dump("memory_context") == []
+    pending = batch_rows(store)["llm_batch_requests"]
+    assert pending and {r["state"] for r in pending} == {"submitted"}
+    jobs = batch_rows(store)["llm_batch_jobs"]
+    assert sum(j["requests"] for j in jobs) == len(pending)
+    assert {j["run_kind"] for j in jobs} == {"replay"} and {str(j["date_from"]) for j in jobs} == {FIRST}
+    # a job not finished yet: the next run collects nothing, sends nothing again
+    _ctx, again = night(store, s)
+    assert again["deferred"] == run["deferred"] and len(server.calls("batchGenerateContent")) == len(jobs)
+
+
+@pytest.mark.parametrize("state", ["BATCH_STATE_FAILED", "BATCH_STATE_EXPIRED"])
+def test_a_failed_or_expired_job_falls_back_to_interactive_requests_within_the_limiter(store, settings, server,
+                                                                                        tmp_path, state):
+    expected = interactive_reference(tmp_path, settings, server)
+    server.reset()
+    s = batch_settings(settings, server, rate_window_s=0.5)
+    s.gemini.limits = {"gemini-2.5-flash": ModelLimits(rpm=3)}
+    chat(store, s)
+    _ctx, first = night(store, s)
+    failed = len(batch_rows(store)["llm_batch_requests"])
+    assert server.fail_batches(state=state) >= 1
+    _ctx, second = night(store, s)
+    calls = server.calls("generateContent")
+    assert len(calls) == failed  # the failed job's requests, sent interactively
+    assert server.max_requests_in_window(0.5) <= 3  # through the limiter
+    assert second["errors"] == second["fallbacks"] == 0
+    finish_the_night(store, s, server)
+    assert derived(store) == expected
+    # each failed request sent interactively once: its answer is kept for the item's later rounds
+    assert len(server.calls("generateContent")) == failed
+
+
+def test_a_job_unfinished_after_the_timeout_is_cancelled_and_its_requests_go_interactive(store, settings, server):
+    s = batch_settings(settings, server, batch_timeout_h=2)
+    chat(store, s)
+    start = dt.datetime(2026, 11, 5, 12, tzinfo=UTC)
+    night(store, s, now=start)
+    submitted = len(batch_rows(store)["llm_batch_requests"])
+    night(store, s, now=start + dt.timedelta(hours=1))  # not late yet: still waiting
+    assert server.calls("generateContent") == [] and server.calls("batches.cancel") == []
+    first_jobs = set(server.batch_jobs)
+    _ctx, late = night(store, s, now=start + dt.timedelta(hours=3))
+    assert {r.path.split(":")[0].removeprefix("/v1beta/") for r in server.calls("batches.cancel")} == first_jobs
+    assert {server.batch_jobs[n].state for n in first_jobs} == {"BATCH_STATE_CANCELLED"}
+    timed_out = [j for j in batch_rows(store)["llm_batch_jobs"] if j["state"] == "timed_out"]
+    assert timed_out and all("unfinished after 2 h" in j["error"] for j in timed_out)
+    assert len(server.calls("generateContent")) == submitted
+    assert late["errors"] == late["fallbacks"] == 0
+
+
+def test_the_serve_poll_collects_finished_jobs_and_runs_the_submitting_run_again(store, settings, server):
+    s = batch_settings(settings, server)
+    chat(store, s)
+    now = dt.datetime(2026, 11, 5, 12, tzinfo=UTC)
+    _ctx, first = night(store, s, now=now)
+    rt = Runtime(store, s, clock=fixed_clock(now + dt.timedelta(minutes=10)), make_summarizer=llm)
+    report = asyncio.run(run_job(rt, BATCH_POLL))  # nothing finished yet: nothing to run
+    assert report["outcome"] == "ok" and report["batch_jobs_collected"] == 0 and report["run_ids"] == []
+    server.finish_batches()
+    report = asyncio.run(run_job(rt, BATCH_POLL))
+    assert report["outcome"] == "ok" and report["batch_jobs_collected"] == 1 and len(report["run_ids"]) == 1
+    rerun = store.run(report["run_ids"][0])
+    assert (rerun["kind"], str(rerun["date_from"]), str(rerun["date_to"])) == ("replay", FIRST, LAST)
+    assert rerun["status"] == "ok" and rerun["llm_calls"] > 0 and rerun["summarized"] > 0
+    jobs = {j["name"]: j for j in batch_rows(store)["llm_batch_jobs"]}
+    collected = [j for j in jobs.values() if j["state"] == "succeeded"]
+    assert len(collected) == 1 and collected[0]["rerun_at"] is not None
+    assert server.calls("generateContent") == []
+
+
+def test_serve_schedules_the_poll_only_with_batch_on(settings, server):
+    assert BATCH_POLL not in build_triggers(settings)
+    s = batch_settings(settings, server, batch_poll_s=90)
+    trigger = build_triggers(s)[BATCH_POLL]
+    assert trigger.interval == dt.timedelta(seconds=90)
+
+
+def test_erase_and_clear_leave_nothing_in_the_batch_tables(store, settings, server):
+    s = batch_settings(settings, server)
+    chat(store, s, canary="ZQXBATCHCANARY")
+    night(store, s)  # submitted: the prompts quote the canary
+    server.finish_batches()
+    asyncio.run(execute(make_context(store, s, summarizer=llm(s)), "replay", dt.date(2026, 11, 3),
+                        dt.date(2026, 11, 4)))  # answered and pending rows now
+    found = tokens_in_tables(store.engine, re.compile(r"ZQXBATCHCANARY"))
+    assert "llm_batch_requests" in found  # the scan sees batch rows
+    erase(store, s, ANA, requested_by=ANA)
+    found = tokens_in_tables(store.engine, re.compile(r"ZQXBATCHCANARY"))
+    assert found == {}
+    assert batch_rows(store)["llm_batch_requests"] == []
+    night(store, s)  # asked again (Bo's items), then a forget drops them
+    assert batch_rows(store)["llm_batch_requests"]
+    ctx = make_context(store, s, summarizer=llm(s))
+
+    async def forget_it():  # its merges ask interactively: no book outside a batching run
+        try:
+            await forget(ctx, f"guild:{G}", BO, "maps the ocean monument", requested_by=BO)
+        finally:
+            await ctx.summarizer.aclose()
+    asyncio.run(forget_it())
+    assert batch_rows(store)["llm_batch_requests"] == []
+    night(store, s)  # asked again, then a clear drops them too
+    assert batch_rows(store)["llm_batch_requests"]
+    clear(store, s, BO, requested_by=BO)
+    assert batch_rows(store)["llm_batch_requests"] == []
+
+
+def test_mempipe_batches_lists_the_jobs_and_runs_shows_the_deferred_items(store, db_url, settings, server):
+    s = batch_settings(settings, server)
+    chat(store, s)
+    _ctx, run = night(store, s)
+    runner = CliRunner()
+    listed = runner.invoke(cli, ["--db", db_url, "batches"])
+    assert listed.exit_code == 0, listed.output
+    header, *lines = listed.output.splitlines()
+    assert header.split() == ["name", "model", "state", "requests", "age", "run"]
+    jobs = batch_rows(store)["llm_batch_jobs"]
+    assert len(lines) == len(jobs) and all(" running " in line and "replay 2026-11-03..2026-11-04" in line
+                                           for line in lines)
+    as_json = json.loads(runner.invoke(cli, ["--db", db_url, "batches", "--json"]).output)
+    assert {j["name"] for j in as_json} == {j["name"] for j in jobs}
+    assert sum(j["requests"] for j in as_json) == len(batch_rows(store)["llm_batch_requests"])
+    runs = runner.invoke(cli, ["--db", db_url, "runs"]).output.splitlines()
+    assert runs[1].endswith(f"; {run['deferred']} deferred to a batch job")
