@@ -2,8 +2,10 @@
 replaying its own guild against the loopback fake Gemini server with an rpm limit and a small
 window (gemini.rate_window_s = the server's rate_window). With gemini.shared_quota they count one
 quota in the database: the server's busiest window never holds more than the limit (no 429),
-and they use at least 0.9 of it while they have work. Without it, each process counts alone and
-together they send more than the limit (the server refuses the excess)."""
+and they use at least 0.9 of it while they have work. The same with three `mempipe worker`
+processes taking one run's items (workers count the quota in the database whatever
+shared_quota says). Without it, each process counts alone and together they send more than the
+limit (the server refuses the excess)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 import sqlalchemy as sa
@@ -19,6 +22,7 @@ import sqlalchemy as sa
 from tests.conftest import ROOT
 from tests.fakes.gemini_server import FakeGemini
 from tests.fakes.responders import canned_answer
+from tests.helpers import stop_process
 
 WINDOW_S = 2.0
 RPM = 8            # requests per window, for the three processes together
@@ -47,20 +51,24 @@ def _corpus(path, days: int = DAYS) -> None:
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
 
 
-def _config(path, url: str, *, shared: bool, attempts: int = 4):
+def _config(path, url: str, *, shared: bool, attempts: int = 4, workers: bool = False):
     path.write_text(
         f'summarizer = "gemini"\n[gemini]\nbase_url = "{url}"\nconcurrency = 4\nrate_window_s = {WINDOW_S}\n'
         f"shared_quota = {'true' if shared else 'false'}\nbackoff_max_s = 1\nmax_attempts = {attempts}\n"
         f'[gemini.limits."gemini-2.5-flash"]\nrpm = {RPM}\n'
-        "[summary]\ndaily_chars = 40\nhistorical_chars = 40\ncontext_chars = 80\n", encoding="utf-8")
+        "[summary]\ndaily_chars = 40\nhistorical_chars = 40\ncontext_chars = 80\n"
+        + ("[workers]\nenabled = true\n" if workers else ""), encoding="utf-8")
     return path
 
 
-def _mempipe(db_url, config, *args, wait=True):
+def _mempipe(db_url, config, *args, wait=True, log=None):
     env = {**os.environ, "GEMINI_API_KEY": "test-key", "PYTHONPATH": str(ROOT)}
     for name in [n for n in env if n.startswith("MEMPIPE_")]:
         env.pop(name)
     cmd = [sys.executable, "-m", "pipeline.cli", "--db", db_url, "--config", str(config), *args]
+    if log is not None:  # a file, not a pipe: a chatty worker never blocks on it
+        with open(log, "w", encoding="utf-8") as out:
+            return subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
     if not wait:
         return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, timeout=120)
@@ -99,8 +107,8 @@ def limited_gemini():
         yield server
 
 
-def _prepare(db_url, tmp_path, server, *, shared: bool, days: int = DAYS, attempts: int = 4):
-    config = _config(tmp_path / "gemini.toml", server.url, shared=shared, attempts=attempts)
+def _prepare(db_url, tmp_path, server, *, shared: bool, days: int = DAYS, attempts: int = 4, workers: bool = False):
+    config = _config(tmp_path / "gemini.toml", server.url, shared=shared, attempts=attempts, workers=workers)
     _corpus(tmp_path / "guilds.jsonl", days)
     _mempipe(db_url, config, "db", "upgrade")
     _mempipe(db_url, config, "import", str(tmp_path / "guilds.jsonl"))
@@ -126,6 +134,47 @@ def test_three_processes_on_one_key_share_one_quota_and_use_it(pg_db_url, limite
         in_flight = conn.execute(sa.text("SELECT count(*) FROM llm_quota_slots WHERE held_until IS NULL")).scalar_one()
     engine.dispose()
     assert in_flight == 0  # each process wrote its last releases before it exited
+
+
+def _ready_workers(db_url, config, tmp_path, n: int) -> list:
+    """n `mempipe worker` processes, each listening on the queue before this returns."""
+    procs = [_mempipe(db_url, config, "-v", "worker", log=tmp_path / f"worker{i}.log") for i in range(n)]
+    deadline = time.monotonic() + 60
+    for i, proc in enumerate(procs):
+        log = tmp_path / f"worker{i}.log"
+        while "jobs of queue" not in log.read_text(encoding="utf-8"):
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text(encoding="utf-8")
+            time.sleep(0.05)
+    return procs
+
+
+def test_three_workers_on_one_key_share_one_quota_and_use_it(pg_db_url, limited_gemini, tmp_path):
+    server = limited_gemini
+    # shared_quota off on purpose: with [workers] enabled the quota is the database's anyway
+    config = _prepare(pg_db_url, tmp_path, server, shared=False, workers=True)
+    workers = _ready_workers(pg_db_url, config, tmp_path, 3)
+    try:
+        _mempipe(pg_db_url, config, "replay", "--from", "2026-11-01", "--to", "2026-11-07")
+    finally:
+        codes = [stop_process(w) for w in workers]
+    logs = [(tmp_path / f"worker{i}.log").read_text(encoding="utf-8") for i in range(3)]
+    assert codes == [0, 0, 0], logs
+
+    calls = server.calls()
+    refused = [r for r in calls if r.outcome == "rate_limited_rpm"]
+    busiest = server.max_requests_in_window(WINDOW_S)
+    # over the whole night, stage barriers included (a stage's items wait for the one before)
+    share = _share_used([r.time for r in calls])
+    seen = f"{len(calls)} requests, busiest window {busiest}/{RPM}, share used {share:.2f}"
+    assert not refused and busiest <= RPM, seen  # never over the limit: no 429 at all
+    assert share >= 0.9, seen
+    assert sum(1 for log in logs if " done in " in log) >= 2, logs  # more than one worker took items
+    engine = sa.create_engine(pg_db_url)
+    with engine.connect() as conn:
+        in_flight = conn.execute(sa.text("SELECT count(*) FROM llm_quota_slots WHERE held_until IS NULL")).scalar_one()
+        status = conn.execute(sa.text("SELECT status FROM pipeline_runs")).scalars().all()
+    engine.dispose()
+    assert in_flight == 0 and status == ["ok"]
 
 
 def test_without_shared_quota_three_processes_exceed_the_limit(pg_db_url, limited_gemini, tmp_path):
