@@ -29,20 +29,26 @@ PLANS = {
     "tiny": {"ingest_reps": 1, "profile_lines": 5_000, "nightly_pg": False, "profile_slice": None, "nightly_profile": False,
              "quota": [{"name": "time-scaled", "window_s": 2.0, "limit": 10, "latency": [1 / 30, 3 / 30], "windows": 3}],
              "read_rows": 10_000, "read_lookups": 2_000,
-             "cost_slice": [5, 1]},
+             "cost_slice": [5, 1],
+             "scale": {"time_scale": None, "window_s": 1.0, "latency": [0.1, 0.3], "limit_factor": 1.5, "workers": [2],
+                       "slice": [5, 4]}},
     "small": {"ingest_reps": 2, "profile_lines": 10_000, "nightly_pg": True, "profile_slice": None, "nightly_profile": False,
               "quota": [{"name": "time-scaled", "window_s": 2.0, "limit": 10, "latency": [1 / 30, 3 / 30], "windows": 4},
                         {"name": "window shrunk, latency not", "window_s": 4.0, "limit": 10, "latency": [1.0, 3.0],
                          "windows": 2}],
               "read_rows": 100_000, "read_lookups": 5_000,
-              "cost_slice": [10, 5]},
+              "cost_slice": [10, 5],
+              "scale": {"time_scale": 6, "window_s": 10.0, "latency": [1 / 6, 3 / 6], "limit_factor": 1.5,
+                        "workers": [1, 2, 4]}},
     "large": {"ingest_reps": 1, "profile_lines": 100_000, "nightly_pg": True, "profile_slice": [20, 1], "nightly_profile": True,
               "quota": [{"name": "real scale", "window_s": 60.0, "limit": 10, "latency": [1.0, 3.0], "windows": 8},
                         {"name": "time-scaled", "window_s": 4.0, "limit": 10, "latency": [1 / 15, 3 / 15], "windows": 10},
                         {"name": "window shrunk, latency not", "window_s": 4.0, "limit": 10, "latency": [1.0, 3.0],
                          "windows": 10}],
               "read_rows": 1_000_000, "read_lookups": 50_000,
-              "cost_slice": [20, 0]},
+              "cost_slice": [20, 0],
+              "scale": {"time_scale": 6, "window_s": 10.0, "latency": [1 / 6, 3 / 6], "limit_factor": 1.5,
+                        "workers": [1, 2, 4], "slice": [20, 1]}},
 }
 
 
@@ -75,14 +81,15 @@ def pg_available() -> str | None:
 
 
 @contextlib.contextmanager
-def pg_database(prefix: str = "mempipe_bench") -> Iterator[str]:
-    """A throwaway PostgreSQL database, created here and dropped on the way out."""
+def pg_database(prefix: str = "mempipe_bench", template: str | None = None) -> Iterator[str]:
+    """A throwaway PostgreSQL database, created here (a copy of the database `template`, which
+    nobody may be connected to, when given) and dropped on the way out."""
     import psycopg
     import sqlalchemy as sa
 
     name = f"{prefix}_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(pg_admin_conninfo(), autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
+        admin.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
         try:
             yield sa.engine.make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
         finally:

@@ -2,7 +2,7 @@
 render(result) -> markdown lines and targets(result) -> [(target, measured, met)]; a module
 with start(env) is started before the others and collected in its turn."""
 
-from . import calls, cost, ingest, memory, overhead, quota, read, search
+from . import calls, cost, ingest, memory, overhead, quota, read, scale, search
 
 SECTIONS = {
     "ingest": ingest,
@@ -13,4 +13,5 @@ SECTIONS = {
     "cost": cost,
     "memory": memory,
     "search": search,
+    "scale": scale,
 }
