@@ -31,6 +31,7 @@ from .stages.daily import load_partition_days, run_daily
 from .stages.historical import run_historical
 from .stages.merge import Day1For, run_merges
 from .stages.refresh import ItemStatus
+from .stages.requests import apply_requests
 from .workers.dispatch import dispatcher_for
 
 log = logging.getLogger(__name__)
@@ -149,6 +150,13 @@ async def bring_up_to_date(ctx: RunContext, daily_days: list[dt.date] | None, as
     if ctx.stats.deferred:  # gemini.batch: the next stages wait for the batch answers (llm/batch.py)
         return counts
     ctx.writer.flush()  # historical summaries read the dailies
+    # in-chat memory requests (stages/requests.py), in the order they were said, after the facts
+    # of their days are written; a day a forget applies to is made again now, not by a later run
+    touched = await apply_requests(ctx)
+    for partition, guild, day in plan.work if touched else ():
+        if partition in touched:
+            counted(await run_daily(ctx, partition, guild, day))
+    ctx.writer.flush()
     unchanged = ctx.stats.passed_unchanged
     if workers is not None:
         await workers.historicals(parts, day1, advance)

@@ -14,26 +14,32 @@ from .audit import record
 from .auth import authorize
 
 
-async def remember(ctx: RunContext, scope: str, user_id: Any, fact: str, *, requested_by: Any) -> str:
+async def remember(ctx: RunContext, scope: str, user_id: Any, fact: str, *, requested_by: Any,
+                   via: str | None = None, refresh: bool = True, day=None) -> str:
     """Store a fact about the user in this scope (stages/facts.py `remember`) when the requester
-    is the user or an admin; returns it as stored. Recorded ("remember")."""
+    is the user or an admin; returns it as stored. Recorded ("remember"). `via="chat"`: an in-chat
+    request (pipeline/stages/requests.py): the fact's source is "chat", said on `day`, and the
+    run's merge stage makes the contexts (`refresh=False`)."""
     sc, user_id = parse_scope(scope), parse_id(user_id, "user_id")
     by = authorize(ctx.settings, "remember a fact in", user_id, requested_by)
     before = ctx.stats.facts_added + ctx.stats.facts_updated
-    text = await stage.remember(ctx, str(sc), user_id, fact)
+    text = await stage.remember(ctx, str(sc), user_id, fact, day=day, refresh=refresh,
+                                sources=[via] if via else None)
     record(ctx.store, "remember", user_id, by, requested_by, str(sc), ctx.now(),
-           {"memory_facts": ctx.stats.facts_added + ctx.stats.facts_updated - before})
+           {"memory_facts": ctx.stats.facts_added + ctx.stats.facts_updated - before}, **({"via": via} if via else {}))
     return text
 
 
-async def forget(ctx: RunContext, scope: str, user_id: Any, fact: str, *, requested_by: Any) -> bool:
+async def forget(ctx: RunContext, scope: str, user_id: Any, fact: str, *, requested_by: Any,
+                 via: str | None = None, refresh: bool = True) -> bool:
     """Forget a fact about the user in this scope (stages/facts.py `forget`) when the requester is
     the user or an admin; True when something stated it. Recorded ("forget", whether found)."""
     sc, user_id = parse_scope(scope), parse_id(user_id, "user_id")
     by = authorize(ctx.settings, "forget a fact in", user_id, requested_by)
-    found = await stage.forget(ctx, str(sc), user_id, fact)
+    found = await stage.forget(ctx, str(sc), user_id, fact, refresh=refresh)
     drop = getattr(ctx.store, "drop_batch_requests", None)  # the SQL store's (not an in-memory test store)
     if drop is not None:
         drop()  # batch requests may quote the fact: dropped, asked again later
-    record(ctx.store, "forget", user_id, by, requested_by, str(sc), ctx.now(), {"forgotten_facts": 1}, found=found)
+    record(ctx.store, "forget", user_id, by, requested_by, str(sc), ctx.now(), {"forgotten_facts": 1}, found=found,
+           **({"via": via} if via else {}))
     return found

@@ -136,6 +136,11 @@ ITEM_COUNTS = ("historical_items", "context_items", "summarized", "passed_fits",
 # are items too: the sum of 0010 adds them (summarized + passed + errors + deferred).
 BATCH_COUNTS = ("deferred",)
 
+# sql/migrations/0013_chat_requests.*.sql: in-chat memory requests applied by kind, refused by
+# reason (pipeline/memory/requests.py REFUSALS), and facts dropped for resting on a request message.
+REQUEST_COUNTS = ("requests_remembered", "requests_forgotten", "requests_refused_other_person",
+                  "requests_refused_unsafe", "facts_rejected_request")
+
 pipeline_runs = sa.Table(
     "pipeline_runs", metadata, sa.Column("id", Id, primary_key=True), *_required(kind=sa.Text),
     *_optional(date_from=LocalDate, date_to=LocalDate, guild_id=Id),
@@ -148,6 +153,16 @@ pipeline_runs = sa.Table(
     *_counts(*FACT_COUNTS, server_default="0"),
     *_counts(*ITEM_COUNTS, server_default="0"),
     *_counts(*BATCH_COUNTS, server_default="0"),
+    *_counts(*REQUEST_COUNTS, server_default="0"),
+)
+
+# In-chat memory requests, one per message (sql/migrations/0013_chat_requests.*.sql): the text
+# only while pending.
+chat_requests = sa.Table(
+    "chat_requests", metadata, *_keys(channel_id=Id, message_id=Id),
+    *_required(user_id=Id, partition=sa.Text, day=LocalDate, ts=UtcDateTime, kind=sa.Text),
+    *_optional(text=sa.Text), *_required(status=sa.Text), *_optional(reason=sa.Text),
+    *_required(detected_at=UtcDateTime), *_optional(handled_at=UtcDateTime),
 )
 
 DERIVED_TABLES = (partition_days, daily_summaries, historical_summaries, memory_context, memory_profiles)

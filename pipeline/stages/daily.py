@@ -15,6 +15,7 @@ from .context import RunContext
 from .extraction import fact_rows
 from .forgetting import Applied
 from .refresh import Item, ItemStatus, next_attempts, refresh_item
+from .requests import noted
 
 
 def _readable_channels(ctx: RunContext, partition: str, guild_id: int | None, messages: list[dict]) -> dict:
@@ -245,6 +246,11 @@ def _store_outcome(ctx: RunContext, pd: PartitionDay, key: str, forgotten: Appli
     # every summary, also the running ones a fold keeps: a fact forgotten since applies to them too
     summaries = {uid: forgotten.scrub(text, uid, pd.speakers.get(uid, "")) for uid, text in summaries.items()}
     degraded = outcome.degraded_reason is not None
+    # in-chat memory requests (stages/requests.py): noted, applied after the stage; never facts
+    asked = noted(ctx, pd, given, list(outcome.requests))
+    facts = [c for c in outcome.facts if not asked & set(c.sources)]
+    for _c in range(len(outcome.facts) - len(facts)):
+        ctx.stats.reject_fact("request")
     ctx.writer.daily(
         {
             "partition": pd.partition, "day": pd.day, "input_hash": key,
@@ -256,5 +262,5 @@ def _store_outcome(ctx: RunContext, pd: PartitionDay, key: str, forgotten: Appli
         },
         summaries,
         ctx.now(),
-        fact_rows(ctx, pd, given, list(outcome.facts), forgotten, key),
+        fact_rows(ctx, pd, given, facts, forgotten, key),
     )

@@ -56,14 +56,21 @@ async def _refresh_contexts(ctx: RunContext, user_id: int, scopes: list[str]) ->
     ctx.writer.flush()
 
 
-async def remember(ctx: RunContext, scope: str, user_id: int, fact: str) -> str:
-    """Store a fact about the user in this scope; returns it as stored."""
+async def remember(ctx: RunContext, scope: str, user_id: int, fact: str, *, day=None, refresh: bool = True,
+                   sources: list[str] | None = None) -> str:
+    """Store a fact about the user in this scope; returns it as stored. `day`: when it was said
+    (default today); `sources`: default ["manual"] (an in-chat request's: ["chat"]); `refresh`:
+    refresh the user's contexts now (a run's merge stage does it otherwise)."""
     sc, user_id = parse_scope(scope), parse_id(user_id, "user_id")  # before anything is written
     fact = check_fact(fact)
     inputs = MergeInputs(ctx.store, [], [user_id])
     text = normalise_fact(fact, inputs.name(sc, user_id) or "")
-    row = manual_row(ctx, str(sc), user_id, text, _today_in(ctx, inputs, str(sc)))
+    row = manual_row(ctx, str(sc), user_id, text, day or _today_in(ctx, inputs, str(sc)))
+    if sources:
+        row["sources"] = list(sources)
     ctx.stats.count_facts(ctx.store.apply_facts([row], ctx.settings.memory.same_fact))
+    if not refresh:
+        return text
     # Contexts that may read this scope's facts: the scope itself and every context of the user
     # (merge_one applies the audience rule to decide which facts each may use).
     await _refresh_contexts(ctx, user_id, sorted({str(sc)} | {r["scope"] for r in ctx.store.contexts(user_id=user_id, text=False)}))
@@ -76,8 +83,9 @@ def _readable_rows(inputs: MergeInputs, sources: list[str], user_id: int) -> lis
     return [r for r in inputs.fact_rows.get(user_id, ()) if r["level"] == "global" or r["partition"] in allowed]
 
 
-async def forget(ctx: RunContext, scope: str, user_id: int, fact: str) -> bool:
-    """Forget a fact about the user in this scope; True when something stated it."""
+async def forget(ctx: RunContext, scope: str, user_id: int, fact: str, *, refresh: bool = True) -> bool:
+    """Forget a fact about the user in this scope; True when something stated it. `refresh`: as
+    for `remember`."""
     sc, user_id = parse_scope(scope), parse_id(user_id, "user_id")  # before anything is written
     fact = clean(fact)
     if not fact:
@@ -94,6 +102,8 @@ async def forget(ctx: RunContext, scope: str, user_id: int, fact: str) -> bool:
     changed = ctx.store.forget_fact(scope, user_id, fact, ctx.now(), delete_ids=[rows[i]["id"] for i in hits],
                                     scrub=reach)
     ctx.forget_cache()  # the new forgotten fact applies to the merges below
+    if not refresh:
+        return bool(hits) or changed > 0
     # every context of the user: a deleted global fact was readable in all of them
     await _refresh_contexts(ctx, user_id, sorted({r["scope"] for r in ctx.store.contexts(user_id=user_id, text=False)}))
     return bool(hits) or changed > 0

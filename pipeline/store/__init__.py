@@ -32,6 +32,7 @@ from .locks import Lock, LockStore, lock_key
 from .quota import QuotaStorage, QuotaStore
 from .queue import QueueStore
 from .read import ReadStorage, ReadStore
+from .requests import RequestsStorage, RequestsStore
 from .runs import RunsStorage, RunsStore
 from .scheduler import SchedulerStorage, SchedulerStore
 from .search import SearchStorage, SearchStore
@@ -43,14 +44,15 @@ class LockStorage(Protocol):
              check_s: float = 10.0) -> Lock: ...
 
 
-class StageStorage(DerivedStorage, FactsStorage, ControlsStorage, RunsStorage, LockStorage, Protocol):
+class StageStorage(DerivedStorage, FactsStorage, ControlsStorage, RunsStorage, RequestsStorage, LockStorage, Protocol):
     """Everything a run needs: the stages' rows, facts, exclusions and the recompute queue, its
     pipeline_runs row and its locks."""
 
     safe_url: str
 
 
-class Store(ReadStore, SearchStore, IngestStore, DerivedStore, FactsStore, ControlsStore, RunsStore, SchedulerStore,
+class Store(ReadStore, SearchStore, IngestStore, DerivedStore, FactsStore, ControlsStore, RunsStore, RequestsStore,
+            SchedulerStore,
             LockStore, QueueStore, QuotaStore, BatchStore, UsersStore, StoreBase):
     """Every role on one engine (`Store.open(url)`)."""
 

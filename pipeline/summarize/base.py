@@ -63,6 +63,9 @@ class Outcome(Generic[T]):
     # why no model was asked although the summarizer has one (PASSED_FITS), else None; counted
     # per run as a pass-through (pipeline_runs.passed_fits)
     passthrough: str | None = None
+    # daily / fold only: in-chat memory requests of the speakers (pipeline/memory/requests.py
+    # Request, position = as for facts); the stages apply them (pipeline/stages/requests.py)
+    requests: list = field(default_factory=list)
 
 
 # daily / fold: every speaker's text already fits the length target, so it is kept as written

@@ -17,6 +17,7 @@ from collections import defaultdict
 
 from ..hashing import input_hash
 from ..memory.extract import extract_facts
+from ..memory.requests import find_requests
 from .base import Outcome, PartitionDay, Usage
 from ..safety import safe_name
 from .prompts import template_hash
@@ -27,6 +28,8 @@ log = logging.getLogger(__name__)
 # 2: daily/fold facts, merge without facts, forget -> positions; 3: quotes safe to paste (instruction-
 # like and secret sentences left out, markup plain), safe names, the week's quotes attributed
 ALGORITHM_VERSION = "extractive-3"
+# daily and fold only: in-chat memory requests (pipeline/memory/requests.py) found and never quoted
+DAILY_VERSION = "requests-1"
 SEP = " · "
 
 
@@ -75,7 +78,8 @@ class ExtractiveSummarizer:
                      what, left_out)
 
     def fingerprint(self, operation: str) -> str:
-        return input_hash(ALGORITHM_VERSION, operation, template_hash(operation), self.lengths.model_dump())[:24]
+        version = [ALGORITHM_VERSION, DAILY_VERSION] if operation == "daily" else ALGORITHM_VERSION
+        return input_hash(version, operation, template_hash(operation), self.lengths.model_dump())[:24]
 
     @staticmethod
     def _usage() -> Usage:
@@ -83,8 +87,11 @@ class ExtractiveSummarizer:
 
     async def daily(self, partition_day: PartitionDay) -> Outcome[dict[int, str]]:
         per_user: dict[int, list[str]] = defaultdict(list)
-        for line in partition_day.lines:
-            per_user[line.user_id].extend(sentences(line.text))
+        requests = find_requests(partition_day)
+        asked = {r.position for r in requests}  # a request to the bot is not what the day was about
+        for i, line in enumerate(partition_day.lines):
+            if i not in asked:
+                per_user[line.user_id].extend(sentences(line.text))
         out: dict[int, str] = {}
         for uid, name in sorted(partition_day.speakers.items()):
             count = sum(1 for ln in partition_day.lines if ln.user_id == uid)
@@ -94,7 +101,7 @@ class ExtractiveSummarizer:
             absent = f"wrote {count} message{plural}" if informative else f"was present ({count} short message{plural})"
             where = f"daily {partition_day.partition} {partition_day.day}"
             out[uid] = self._labelled(name, per_user.get(uid, []), absent, where)
-        return Outcome(out, self._usage(), facts=extract_facts(partition_day))
+        return Outcome(out, self._usage(), facts=extract_facts(partition_day), requests=requests)
 
     async def fold(self, new: PartitionDay, previous: dict[int, str]) -> Outcome[dict[int, str]]:
         """The running summary's quotes compete with the new sentences for the same budget."""
@@ -103,12 +110,15 @@ class ExtractiveSummarizer:
             old = previous.get(uid, "")
             body = old.split(": ", 1)[1] if old.startswith(f"{safe_name(name)}: ") else ""
             per_user[uid].extend(s for s in sentences(body) if not _placeholder(s))
-        for line in new.lines:
-            per_user[line.user_id].extend(sentences(line.text))
+        requests = find_requests(new)
+        asked = {r.position for r in requests}
+        for i, line in enumerate(new.lines):
+            if i not in asked:
+                per_user[line.user_id].extend(sentences(line.text))
         out = {uid: self._labelled(name, per_user[uid], previous.get(uid, "x: was present").split(": ", 1)[-1],
                                    f"fold {new.partition} {new.day}")
                for uid, name in sorted(new.speakers.items())}
-        return Outcome(out, self._usage(), facts=extract_facts(new))  # the new messages only
+        return Outcome(out, self._usage(), facts=extract_facts(new), requests=requests)  # the new messages only
 
     def _labelled(self, name: str, candidates: list[str], absent: str, what: str) -> str:
         """ "Name: “…” · “…”" within the daily budget, or "Name: <absent>" when nothing fits."""

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from ..memory.model import Candidate
+from ..memory.requests import OTHER_PERSON, Request, find_requests, request_in
+from ..summarize.text import names_person, tokens
 from .base import ChatLine, PartitionDay
 from .budget import clip_names
 from .schemas import DailyOut
@@ -89,3 +91,38 @@ def of_users(facts: Iterable[Candidate], users: Iterable[int]) -> list[Candidate
     """The facts about these users (those the model's answer left out, filled from extractive)."""
     users = set(users)
     return [f for f in facts if f.user_id in users]
+
+
+def requests_of(answer: DailyOut, handles: dict[int, str], lines: Iterable[ChatLine]) -> list[Request]:
+    """The in-chat memory requests of one daily or fold answer (as `candidates`): a request whose
+    message is not its speaker's own is dropped; one the model says is not about the speaker is
+    refused (OTHER_PERSON)."""
+    by_handle = {h: uid for uid, h in handles.items()}
+    lines = {handle(ln): ln for ln in lines}
+    out: list[Request] = []
+    for item in answer.summaries:
+        uid = by_handle.get(item.speaker.strip())
+        for r in item.requests:
+            line = lines.get(r.source)
+            if uid is not None and line is not None and line.user_id == uid:
+                out.append(Request(uid, line.message_id, r.kind, r.text, None if r.about_self else OTHER_PERSON))
+    return out
+
+
+def checked_requests(found: list[Request], pd: PartitionDay) -> list[Request]:
+    """The model's requests checked by the offline rules too (pipeline/memory/requests.py), plus
+    the requests those rules find in messages the model reported none for: a clear phrase is not
+    missed because a model skipped it, and a "remember" is refused when either finds it is about
+    someone else (its message's clause, or a fact naming another member)."""
+    out, seen = [], set()
+    for r in found:
+        line = pd.lines[r.position]
+        own = [pd.speakers.get(r.user_id, ""), line.name]
+        others = [n for u, n in pd.speakers.items() if u != r.user_id]
+        said = request_in(line.text, own, others)
+        refused = r.refused or (said[2] if said and said[0] == r.kind else None)
+        if r.kind == "remember" and refused is None and names_person(set(tokens(r.text)) - set(tokens(" ".join(own))), others):
+            refused = OTHER_PERSON
+        out.append(Request(r.user_id, r.position, r.kind, r.text, refused))
+        seen.add(r.position)
+    return out + [r for r in find_requests(pd) if r.position not in seen]

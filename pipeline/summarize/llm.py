@@ -31,7 +31,7 @@ from .base import PASSED_FITS, ChatLine, Outcome, PartitionDay, Usage
 from .budget import Budget, chunk_lines, fit_texts, reduce_requests, short_name
 from .estimates import LLMEstimates
 from .extractive import ExtractiveSummarizer
-from .facts_out import candidates, messages, of_users, prepared
+from .facts_out import candidates, checked_requests, messages, of_users, prepared, requests_of
 from .prompts import PROMPTS_DIR, render, template_hash
 from .schemas import DailyOut, ForgetOut, HistoricalOut, MergeOut
 from .text import newest_within
@@ -259,13 +259,14 @@ class LLMSummarizer(LLMEstimates):
                 for i, piece in enumerate(pieces)))
             dropped = 0
             partials: dict[int, list[str]] = {}
-            facts = []  # from the chunks' answers (whole-day positions); a reduce's are not read
+            facts, asked = [], []  # from the chunks' answers (whole-day positions); a reduce's are not read
             for piece, answer in zip(pieces, answers):
                 got, d = self._accept(partition_day, answer, handles)
                 dropped += d
                 for uid, text in got.items():
                     partials.setdefault(uid, []).append(text)
                 facts += candidates(answer, handles, piece)
+                asked += requests_of(answer, handles, piece)
             if len(pieces) > 1:
                 summaries, d = await self._reduce(pd, partials, usage)
                 dropped += d
@@ -278,13 +279,14 @@ class LLMSummarizer(LLMEstimates):
             extractive = await self.fallback.daily(partition_day)
             summaries.update({u: extractive.value[u] for u in missing})
             facts += of_users(extractive.facts, missing)
-        return Outcome(summaries, usage, None, dropped, facts)
+        return Outcome(summaries, usage, None, dropped, facts, requests=checked_requests(asked, partition_day))
 
     async def _fallback_daily(self, pd, usage, exc) -> Outcome[dict[int, str]]:
         log.warning("daily %s %s: falling back to extractive: %s", pd.partition, pd.day, exc)
         usage.fallbacks += 1
         extractive = await self.fallback.daily(pd)
-        return Outcome(extractive.value, usage, fallback_reason(exc), facts=extractive.facts)
+        return Outcome(extractive.value, usage, fallback_reason(exc), facts=extractive.facts,
+                       requests=extractive.requests)
 
     # ------------------------------------------------------------------ fold (hourly refresh)
 
@@ -305,7 +307,7 @@ class LLMSummarizer(LLMEstimates):
         handles = self.handles(new)
         current = dict(previous)
         dropped = 0
-        facts = []  # from the new messages only
+        facts, asked = [], []  # from the new messages only
         pd = prepared(new)
         # chunked with each running summary held to a quarter of the room, so a long one leaves
         # room for the messages; cut again at sending if the summaries grew since
@@ -323,18 +325,20 @@ class LLMSummarizer(LLMEstimates):
                 dropped += d
                 current.update(got)
                 facts += candidates(answer, handles, piece)
+                asked += requests_of(answer, handles, piece)
         except LLMError as exc:
             log.warning("fold %s %s: falling back to extractive: %s", new.partition, new.day, exc)
             usage.fallbacks += 1
             extractive = await self.fallback.fold(new, previous)
-            return Outcome(extractive.value, usage, fallback_reason(exc), facts=extractive.facts)
+            return Outcome(extractive.value, usage, fallback_reason(exc), facts=extractive.facts,
+                           requests=extractive.requests)
         out = {u: current[u] for u in new.speakers if u in current}
         missing = set(new.speakers) - set(out)
         if missing:
             extractive = await self.fallback.fold(new, previous)
             out.update({u: extractive.value[u] for u in missing})
             facts += of_users(extractive.facts, missing)
-        return Outcome(out, usage, None, dropped, facts)
+        return Outcome(out, usage, None, dropped, facts, requests=checked_requests(asked, new))
 
     # ------------------------------------------------------------------ the small operations
 

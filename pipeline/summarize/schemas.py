@@ -85,24 +85,63 @@ class FactOut(_Out):
         return dt.date.fromisoformat(self.date) if self.date else None
 
 
+class RequestOut(_Out):
+    """An in-chat memory request of the speaker to the bot (pipeline/memory/requests.py): remember
+    a fact about themselves, or forget a topic; about_self false when it is about someone else."""
+
+    model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
+
+    kind: Literal["remember", "forget"]
+    text: str = Field(min_length=1)  # remember: the fact, third person without the name; forget: the topic
+    about_self: bool = False
+    source: str                      # the message handle: "m3"
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _kind(cls, v: Any) -> str:
+        return str(v or "").strip().lower()
+
+    @field_validator("about_self", mode="before")
+    @classmethod
+    def _about_self(cls, v: Any) -> bool:
+        return v is True or (isinstance(v, str) and v.strip().lower() == "true")
+
+    @field_validator("source", mode="before")
+    @classmethod
+    def _source(cls, v: Any) -> str:
+        text = str(v).strip() if isinstance(v, (str, int)) and not isinstance(v, bool) else ""
+        return f"m{text}" if text.isdigit() else text
+
+
+def _valid(model: type[BaseModel], v: Any) -> list:
+    """The items of a list that validate; the others are dropped, not the whole answer."""
+    if not isinstance(v, list):
+        return []
+    out = []
+    for item in v:
+        try:
+            out.append(model.model_validate(item))
+        except ValidationError:
+            continue
+    return out
+
+
 class SpeakerSummary(_Out):
     speaker: str = Field(min_length=1)
     summary: str = Field(min_length=1)
     facts: list[FactOut] = []
+    requests: list[RequestOut] = []
+
+    @field_validator("requests", mode="before")
+    @classmethod
+    def _requests(cls, v: Any) -> list:
+        return _valid(RequestOut, v)
 
     @field_validator("facts", mode="before")
     @classmethod
     def _facts(cls, v: Any) -> list:
         """A fact that does not validate (no text) is dropped, not the whole answer."""
-        if not isinstance(v, list):
-            return []
-        out = []
-        for item in v:
-            try:
-                out.append(FactOut.model_validate(item))
-            except ValidationError:
-                continue
-        return out
+        return _valid(FactOut, v)
 
 
 class DailyOut(_Out):

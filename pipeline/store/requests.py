@@ -1,0 +1,48 @@
+"""chat_requests: in-chat memory requests found by the daily stage, applied once
+(pipeline/stages/requests.py). A request is recorded when found (pending, with its text) — a
+request found again, when its day is made again, is left as it is — and marked applied or
+refused when handled, its text then cleared."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Protocol
+
+import sqlalchemy as sa
+
+from ..db.tables import chat_requests
+
+
+class RequestsStorage(Protocol):
+    def record_requests(self, rows: list[dict]) -> None: ...
+    def pending_requests(self) -> list[dict]: ...
+    def handled_request(self, channel_id: int, message_id: int, status: str, reason: str | None,
+                        now: dt.datetime) -> None: ...
+
+
+class RequestsStore:
+    def record_requests(self, rows: list[dict]) -> None:
+        """New requests, pending; one already known (pending or handled) is kept as it is."""
+        if not rows:
+            return
+        with self.writing("recording chat requests") as conn:
+            known = {(r.channel_id, r.message_id) for r in conn.execute(
+                sa.select(chat_requests.c.channel_id, chat_requests.c.message_id).where(
+                    sa.tuple_(chat_requests.c.channel_id, chat_requests.c.message_id).in_(
+                        [(r["channel_id"], r["message_id"]) for r in rows])))}
+            new = [r for r in rows if (r["channel_id"], r["message_id"]) not in known]
+            if new:
+                conn.execute(sa.insert(chat_requests), [{**r, "status": "pending"} for r in new])
+
+    def pending_requests(self) -> list[dict]:
+        """Pending requests in the order they were said."""
+        c = chat_requests.c
+        return self.rows("reading chat requests", sa.select(chat_requests).where(c.status == "pending")
+                         .order_by(c.ts, c.channel_id, c.message_id))
+
+    def handled_request(self, channel_id: int, message_id: int, status: str, reason: str | None,
+                        now: dt.datetime) -> None:
+        c = chat_requests.c
+        with self.writing("recording a chat request") as conn:
+            conn.execute(sa.update(chat_requests).where(c.channel_id == channel_id, c.message_id == message_id)
+                         .values(status=status, reason=reason, text=None, handled_at=now))

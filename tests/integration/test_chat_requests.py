@@ -1,0 +1,172 @@
+"""In-chat memory requests (README, "In-chat memory requests"; issue 17 item 2), end to end on both
+databases, with the offline summarizer (phrases) and with Gemini (the fake server's answers carry
+`requests`): "remember that I'm vegetarian" in a public group becomes Tomás's guild_public fact
+and shows in his profile; "forget what I said about the hospital" in his DM removes the DM fact
+and leaves the word in no row but the chat itself and forgotten_facts; Bob's "remember that Ana
+is …" changes nothing of Ana's and is counted as refused; a replay applies nothing twice and makes
+no model call."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import re
+
+import pytest
+import sqlalchemy as sa
+
+from pipeline.controls import user_audit
+from pipeline.ingest import ingest_messages
+from pipeline.llm.gemini import GeminiClient
+from pipeline.runner import execute
+from pipeline.summarize.llm import LLMSummarizer
+from tests.fakes.gemini_server import FakeGemini
+from tests.fakes.responders import canned_answer, message_lines
+from tests.helpers import make_context, tokens_in_tables
+
+UTC = dt.timezone.utc
+G, BOARD, DM = 1150000000000001701, 1170000000000001701, 1170000000000001702
+TOMAS, ANA, BOB = 6021337410, 6021337411, 6021337412
+NAMES = {TOMAS: "Tomás", ANA: "Ana", BOB: "Bob"}
+REMEMBER = "Remember that I'm vegetarian when you order food on Saturday, please!"
+ABOUT_ANA = "Remember that Ana is allergic to peanuts."
+SECRET = "Between us: I'm nervous about my new job at the hospital starting Monday."
+FORGET = "Please forget what I said about the hospital."
+HOSPITAL = re.compile(r"(?i)hospital")
+
+
+def _msg(mid: int, channel: int, user: int, text: str, day: int, hour: int) -> dict:
+    row = {"message_id": 1190000000000170000 + mid, "channel_id": channel, "user_id": user,
+           "user_name": NAMES[user], "text": text, "ts": dt.datetime(2026, 11, day, hour, tzinfo=UTC)}
+    if channel == BOARD:
+        return row | {"guild_id": G, "visibility": "public", "channel_name": "Lisbon Board Gamers"}
+    return row | {"guild_id": None, "visibility": "dm", "is_group": False}
+
+
+DAY_3 = [
+    _msg(1, BOARD, ANA, "I finally painted all the miniatures for the dungeon crawler campaign.", 3, 9),
+    _msg(2, BOARD, TOMAS, REMEMBER, 3, 10),
+    _msg(3, BOARD, BOB, ABOUT_ANA, 3, 11),
+    _msg(4, BOARD, BOB, "I can't remember the rules of the trading phase, don't forget the dice.", 3, 12),
+    _msg(5, DM, TOMAS, SECRET, 3, 20),
+    _msg(8, DM, TOMAS, "I start my new job at the hospital on Monday.", 3, 21),  # a fact the offline extractor finds
+]
+DAY_4 = [_msg(6, DM, TOMAS, FORGET, 4, 9), _msg(7, BOARD, ANA, "Saturday works for me, I will bring the expansion.", 4, 10)]
+
+
+def _model_answer(request):
+    """The fake model: canned summaries and facts, plus the requests a model would report."""
+    answer = canned_answer(request)
+    prompt = request.prompt_text
+    if "<messages>" not in prompt:
+        return answer
+    out = json.loads(answer)
+    for item in out["summaries"]:
+        item["requests"] = []
+        for number, speaker, _reply, text in message_lines(prompt):
+            if speaker != item["speaker"]:
+                continue
+            if text.startswith("Remember that I"):
+                item["requests"].append({"kind": "remember", "text": "Is vegetarian", "about_self": True, "source": number})
+            elif text.startswith("Remember that Ana"):
+                item["requests"].append({"kind": "remember", "text": "Ana is allergic to peanuts",
+                                         "about_self": False, "source": number})
+            elif text.startswith("Please forget"):
+                item["requests"].append({"kind": "forget", "text": "the hospital", "about_self": True, "source": number})
+    return json.dumps(out)
+
+
+@pytest.fixture(params=["extractive", "gemini"])
+def run(request, store, settings):
+    """run(first, last) replays the range with the parametrized summarizer; returns the run's row."""
+    if request.param == "extractive":
+        def go(first: str, last: str) -> dict:
+            ctx = make_context(store, settings)
+            asyncio.run(execute(ctx, "replay", dt.date.fromisoformat(first), dt.date.fromisoformat(last)))
+            return store.runs(1)[0]
+        go.kind = "extractive"
+        yield go
+        return
+    with FakeGemini(_model_answer) as server:
+        s = settings.model_copy(deep=True)
+        s.summarizer = "gemini"
+        g = s.gemini
+        g.base_url, g.timeout_s, g.backoff_initial_s, g.backoff_max_s, g.limits = server.url, 5.0, 0.01, 0.05, {}
+        s.summary = s.summary.model_copy(update={"daily_chars": 40, "historical_chars": 40, "context_chars": 80})
+
+        def go(first: str, last: str) -> dict:
+            async def one():
+                client = GeminiClient("test-key", base_url=server.url, timeout_s=5.0)
+                summarizer = LLMSummarizer(s, client)
+                try:
+                    await execute(make_context(store, s, summarizer=summarizer), "replay",
+                                  dt.date.fromisoformat(first), dt.date.fromisoformat(last))
+                finally:
+                    await summarizer.aclose()
+            asyncio.run(one())
+            return store.runs(1)[0]
+        go.kind = "gemini"
+        yield go
+
+
+def _facts(store, user: int) -> list[dict]:
+    with store.engine.connect() as conn:
+        return [dict(r._mapping) for r in conn.execute(sa.text(
+            "SELECT partition, level, text, confidence, sources, origin FROM memory_facts WHERE user_id = :u"), {"u": user})]
+
+
+def _sources(row) -> list:
+    return row["sources"] if isinstance(row["sources"], list) else json.loads(row["sources"])
+
+
+def _check_requests_applied(store, settings, first_run: dict) -> None:
+    tomas = _facts(store, TOMAS)
+    veg = [f for f in tomas if "vegetarian" in f["text"].lower()]
+    assert len(veg) == 1, tomas  # the request's fact, not also an extracted one
+    assert veg[0]["level"] == "guild_public" and veg[0]["partition"] == f"guild:{G}"
+    assert veg[0]["confidence"] == 1.0 and _sources(veg[0]) == ["chat"]
+    with store.engine.connect() as conn:
+        profile = conn.execute(sa.text("SELECT profile FROM memory_profiles WHERE scope = :s AND user_id = :u"),
+                               {"s": f"guild:{G}", "u": TOMAS}).scalar_one()
+    assert "vegetarian" in profile.lower()
+    # nothing about the hospital left, anywhere but the chat itself and what Tomás forgot
+    assert set(tokens_in_tables(store.engine, HOSPITAL)) == {"chat_history", "forgotten_facts"}
+    # Bob's request about Ana changed nothing of hers, and was refused and counted
+    assert not any("peanut" in f["text"].lower() for f in _facts(store, ANA) + _facts(store, BOB))
+    runs = store.runs(10)
+    total = {k: sum(r[k] for r in runs) for k in ("requests_remembered", "requests_forgotten",
+                                                   "requests_refused_other_person", "requests_refused_unsafe")}
+    assert total == {"requests_remembered": 1, "requests_forgotten": 1, "requests_refused_other_person": 1,
+                     "requests_refused_unsafe": 0}
+    audit = user_audit(store, settings, TOMAS, requested_by=TOMAS)
+    chat = [(a["action"], a["requested_by"], a["detail"].get("via")) for a in audit if a["detail"].get("via")]
+    assert chat == [("remember", TOMAS, "chat"), ("forget", TOMAS, "chat")]
+    refused = [a for a in user_audit(store, settings, BOB, requested_by=BOB) if a["detail"].get("via")]
+    assert [(a["action"], a["detail"]["refused"]) for a in refused] == [("remember", "other_person")]
+    assert not user_audit(store, settings, ANA, requested_by=ANA)
+
+
+def test_requests_in_one_run(store, settings, run):
+    ingest_messages(store, DAY_3 + DAY_4, settings)
+    first = run("2026-11-03", "2026-11-04")
+    _check_requests_applied(store, settings, first)
+    # replayed unchanged: nothing applied twice, no model call, the same rows
+    facts, audit = _facts(store, TOMAS), user_audit(store, settings, TOMAS, requested_by=TOMAS)
+    again = run("2026-11-03", "2026-11-04")
+    assert again["llm_calls"] == 0 and again["requests_remembered"] == again["requests_forgotten"] == 0
+    assert _facts(store, TOMAS) == facts and user_audit(store, settings, TOMAS, requested_by=TOMAS) == audit
+    _check_requests_applied(store, settings, first)
+
+
+def test_forget_on_a_later_day_removes_the_earlier_fact(store, settings, run):
+    ingest_messages(store, DAY_3, settings)
+    run("2026-11-03", "2026-11-03")
+    dm = [f for f in _facts(store, TOMAS) if f["level"] == "dm"]
+    assert any(HOSPITAL.search(f["text"]) for f in dm), dm  # the DM fact the forget is about
+    ingest_messages(store, DAY_4, settings)
+    run("2026-11-03", "2026-11-04")
+    assert not any(f["level"] == "dm" and HOSPITAL.search(f["text"]) for f in _facts(store, TOMAS))
+    _check_requests_applied(store, settings, None)
+    again = run("2026-11-03", "2026-11-04")
+    assert again["llm_calls"] == 0 and again["requests_forgotten"] == 0
