@@ -1,0 +1,115 @@
+"""In-chat memory request phrases (pipeline/memory/requests.py), per language, with the negatives
+that are chat, not requests to the bot, and the refusals of requests about someone else; and the
+Gemini answer's `requests` (schemas.py, facts_out.py): bad entries dropped, not fatal."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from pipeline.memory.requests import OTHER_PERSON, find_requests, request_in
+from pipeline.summarize.base import ChatLine, PartitionDay
+from pipeline.summarize.facts_out import checked_requests, requests_of
+from pipeline.summarize.schemas import DailyOut
+
+TOMAS = ["Tomás"]
+
+
+@pytest.mark.parametrize("text, kind, what", [
+    ("Remember that I'm vegetarian when you order food on Saturday, please!", "remember",
+     "Is vegetarian when you order food on Saturday"),
+    ("please remember that my favourite game is Hades", "remember", "Favourite game is Hades"),
+    ("Hey bot, remember that I live in Porto now.", "remember", "Lives in Porto now"),
+    ("Please forget what I said about the hospital.", "forget", "the hospital"),
+    ("forget everything I said about my exam", "forget", "my exam"),
+    ("Don't remember that I was sick last week", "forget", "I was sick last week"),
+    # Portuguese
+    ("Lembra que eu sou vegetariano, por favor", "remember", "Eu sou vegetariano"),
+    ("Esquece o que eu disse sobre o hospital.", "forget", "o hospital"),
+    # Spanish
+    ("Recuerda que soy vegetariano.", "remember", "Soy vegetariano"),
+    ("Olvida lo que dije sobre el hospital", "forget", "el hospital"),
+    # French
+    ("Souviens-toi que je suis végétarien, s'il te plaît", "remember", "Je suis végétarien"),
+    ("Oublie ce que j'ai dit sur l'hôpital.", "forget", "l'hôpital"),
+    # German
+    ("Merk dir, dass ich Vegetarier bin.", "remember", "Ich Vegetarier bin"),
+    ("Vergiss, was ich über das Krankenhaus gesagt habe.", "forget", "das Krankenhaus"),
+])
+def test_requests_per_language(text, kind, what):
+    assert request_in(text, TOMAS) == (kind, what, None)
+
+
+@pytest.mark.parametrize("text", [
+    "I can't remember the rules",
+    "don't forget the dice",
+    "Do you remember that game we played?",
+    "remember that the game starts at 8",      # a reminder to the group, nothing about the speaker
+    "forget it",
+    "I forgot what I said about the rules",
+    "Não me lembro das regras",
+    "No recuerdo las reglas",
+    "Je ne me souviens pas des règles",
+    "Ich habe die Würfel vergessen",
+])
+def test_chat_that_is_not_a_request(text):
+    assert request_in(text, TOMAS) is None
+
+
+@pytest.mark.parametrize("text", [
+    "Remember that Ana is allergic to peanuts.",
+    "remember that she likes tea",
+    "remember that my sister is a nurse",
+    "remember that I think Ana is my best friend",   # a known member named
+    "Lembra que ela é vegetariana",
+    "Merk dir, dass er Vegetarier ist",
+])
+def test_requests_about_someone_else_are_refused(text):
+    found = request_in(text, TOMAS, ["Ana", "Bob"])
+    assert found is not None and found[0] == "remember" and found[2] == OTHER_PERSON
+
+
+def test_a_forget_is_always_about_the_speakers_own_memory():
+    assert request_in("Please forget what I said about Ana", TOMAS, ["Ana"]) == ("forget", "Ana", None)
+
+
+def _pd(*texts_by_user) -> PartitionDay:
+    ts = dt.datetime(2026, 11, 3, 9, tzinfo=dt.timezone.utc)
+    lines = tuple(ChatLine(100 + i, u, {1: "Tomás", 2: "Bob"}[u], t, ts, channel_id=7)
+                  for i, (u, t) in enumerate(texts_by_user))
+    return PartitionDay("guild:1", ts.date(), lines, {1: "Tomás", 2: "Bob"})
+
+
+def test_find_requests_gives_positions_and_speakers():
+    pd = _pd((2, "hello"), (1, "Remember that I'm vegetarian"), (2, "Remember that Tomás is a chef"))
+    found = find_requests(pd)
+    assert [(r.user_id, r.position, r.kind, r.refused) for r in found] == [
+        (1, 1, "remember", None), (2, 2, "remember", OTHER_PERSON)]
+
+
+def test_model_requests_validated_and_checked():
+    pd = _pd((1, "Remember that I'm vegetarian"), (2, "Remember that Tomás is a chef"), (2, "nice"))
+    answer = DailyOut.model_validate({"summaries": [
+        {"speaker": "p1", "summary": "x", "requests": [
+            {"kind": "remember", "text": "Is vegetarian", "about_self": True, "source": "1"},
+            {"kind": "remember", "text": "Is a chef", "about_self": True, "source": "m2"},  # Bob's message: dropped
+            {"kind": "explode", "text": "x", "source": "m1"},                             # bad kind: dropped
+            {"kind": "forget", "source": "m1"}]},                                          # no text: dropped
+        {"speaker": "p2", "summary": "y", "requests": "not a list"}]})
+    handles = {1: "p1", 2: "p2"}
+    numbered = PartitionDay(pd.partition, pd.day, tuple(
+        ChatLine(i, ln.user_id, ln.name, ln.text, ln.ts) for i, ln in enumerate(pd.lines)), pd.speakers)
+    got = requests_of(answer, handles, numbered.lines)
+    assert [(r.user_id, r.position, r.kind, r.text) for r in got] == [(1, 0, "remember", "Is vegetarian")]
+    # the phrase the model left out is still found, and refused: it is about Tomás, not Bob
+    checked = checked_requests(got, pd)
+    assert [(r.user_id, r.position, r.refused) for r in checked] == [(1, 0, None), (2, 1, OTHER_PERSON)]
+
+
+def test_model_saying_not_about_self_is_refused():
+    pd = _pd((2, "Please remember this: Tomás moved to Porto"))
+    answer = DailyOut.model_validate({"summaries": [{"speaker": "p2", "summary": "y", "requests": [
+        {"kind": "remember", "text": "Tomás moved to Porto", "about_self": False, "source": "m1"}]}]})
+    numbered = (ChatLine(0, 2, "Bob", pd.lines[0].text, pd.lines[0].ts),)
+    assert [r.refused for r in checked_requests(requests_of(answer, {2: "p2"}, numbered), pd)] == [OTHER_PERSON]
