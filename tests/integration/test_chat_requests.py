@@ -16,6 +16,7 @@ import re
 import pytest
 import sqlalchemy as sa
 
+from pipeline.cli.report import table_line
 from pipeline.controls import user_audit
 from pipeline.ingest import ingest_messages
 from pipeline.llm.gemini import GeminiClient
@@ -151,6 +152,7 @@ def test_requests_in_one_run(store, settings, run):
     ingest_messages(store, DAY_3 + DAY_4, settings)
     first = run("2026-11-03", "2026-11-04")
     _check_requests_applied(store, settings, first)
+    assert "chat requests: remembered 1, forgotten 1, refused 1 (other_person 1)" in table_line(first | {"duration_s": 1})
     # replayed unchanged: nothing applied twice, no model call, the same rows
     facts, audit = _facts(store, TOMAS), user_audit(store, settings, TOMAS, requested_by=TOMAS)
     again = run("2026-11-03", "2026-11-04")
