@@ -136,11 +136,11 @@ def table_line(r: dict) -> str:
             f"{r['errors']:>4} {r['llm_calls']:>5} {r['retries']:>5} {r['fallbacks']:>5} "
             f"{r['prompt_tokens'] + r['output_tokens']:>8} {r['estimated_cost']:>7.4f} {r['facts_added']:>6} "
             f"{r['facts_updated']:>4} {rejected:>4}  {why}"
-            f"{_deferred(r).replace(' + ', '; ', 1)}{_requests(r)}"
+            f"{_deferred(r).replace(' + ', '; ', 1)}{_chat_requests(r)}"
             f"{'  ' + r['error'] if r['error'] else ''}{'  (dry run)' if r['dry_run'] else ''}")
 
 
-def _requests(r: dict) -> str:
+def _chat_requests(r: dict) -> str:
     """In-chat memory requests (pipeline/stages/requests.py): applied by kind, refused by reason."""
     refused = {k[len("requests_refused_"):]: v for k, v in r.items() if k.startswith("requests_refused_") and v}
     if not (r.get("requests_remembered") or r.get("requests_forgotten") or refused):
