@@ -51,6 +51,10 @@ _RULES: tuple[tuple[str, re.Pattern], ...] = tuple((kind, re.compile(_LEAD + _PL
     (FORGET, r"vergiss(?:\s+bitte)?\s*,?\s+was\s+ich\s+(?:dir\s+)?über\s+(?P<x>.+?)\s+gesagt\s+habe\b.*"),
     (FORGET, r"vergiss(?:\s+bitte)?\s*,?\s+dass\s+(?P<x>.+)"),
 ))
+# the forms of "forget" that name what the speaker said (a request whatever the topic's words)
+_SAID = re.compile(r"\b(?:what\s+i\s+(?:said|told\s+you|wrote|mentioned)|everything\s+(?:i\s+said\s+)?about|"
+                   r"o\s+que\s+(?:eu\s+)?(?:te\s+)?(?:disse|falei|contei)|lo\s+que\s+(?:te\s+)?(?:dije|conté|escribí)|"
+                   r"ce\s+que\s+(?:je\s+t'ai|j'ai|je\s+vous\s+ai)\s+dit|was\s+ich\s+(?:dir\s+)?über)", re.I)
 _TRAILING = re.compile(r"(?:[\s,;:]+(?:please|pls|thanks|thank you|por favor|obrigad[oa]|gracias|merci|"
                        r"s'il te pla[iî]t|stp|bitte|danke))+\s*[.!?…]*$|[\s.!?…,;:]+$", re.I)
 
@@ -156,6 +160,11 @@ def request_in(text: str, speaker_names: Iterable[str] = (), other_names: Iterab
             continue
         kind, what = found
         if kind == FORGET:  # a forget only ever reaches the speaker's own memory
+            # "forget what I said about X" is one; a bare "forget that/about …" only when it speaks
+            # of the speaker ("forget that I …"): "forget that, let's play Catan" or "forget about
+            # the bus, I'll drive" is chat, and taking it would delete the speaker's facts
+            if not _SAID.search(straight(sentence)) and not about_speaker(what):
+                continue
             return kind, what, None
         reason = subject_refusal(what, speaker_names, other_names)
         if reason is None and not about_speaker(what):

@@ -24,6 +24,7 @@ TOMAS = ["Tomás"]
     ("Please forget what I said about the hospital.", "forget", "the hospital"),
     ("forget everything I said about my exam", "forget", "my exam"),
     ("Don't remember that I was sick last week", "forget", "I was sick last week"),
+    ("Please forget that I'm moving to Lisbon", "forget", "I'm moving to Lisbon"),
     # Portuguese
     ("Lembra que eu sou vegetariano, por favor", "remember", "Eu sou vegetariano"),
     ("Esquece o que eu disse sobre o hospital.", "forget", "o hospital"),
@@ -52,6 +53,13 @@ def test_requests_per_language(text, kind, what):
     "No recuerdo las reglas",
     "Je ne me souviens pas des règles",
     "Ich habe die Würfel vergessen",
+    # a bare "forget that/about …" that says nothing of the speaker is chat, not a request (taken,
+    # it would delete the speaker's facts on the topic)
+    "Forget that, let's play Catan tonight",
+    "forget about the bus, the others will drive",
+    "Don't remember that the game is at 8, it moved",
+    "Esquece que o jogo é amanhã",
+    "Oublie que la partie est demain",
 ])
 def test_chat_that_is_not_a_request(text):
     assert request_in(text, TOMAS) is None
