@@ -6,7 +6,8 @@ guild's timezone, as the daily stage cuts days) is queued for the next run, whic
 wherever it is in time (pipeline/runner.py; a day left with no message loses its summaries);
 facts lose the deleted messages from their provenance (`memory_facts.sources`), and a fact that
 rested only on them is deleted; a control_actions row per user whose data changed records how
-many rows (never a text). The historical rows and contexts built from those days follow at that
+many rows (never a text); batch mode's stored requests and answers go (they may quote the
+text; a later run asks again for what it needs). The historical rows and contexts built from those days follow at that
 run, by their input hashes.
 
 A message is (channel id, message id); a bare message id deletes every stored message with that
@@ -78,6 +79,9 @@ def delete_in(store, conn, pairs: list[tuple[int, int]], bare: list[int], settin
     if not found:
         return counts
     counts["deleted"] = store.delete_message_rows(keys, conn=conn)
+    # batch mode's pending prompts and unused answers quote chat text: the deleted messages' too
+    # (user erase/clear/forget's rule, pipeline/controls/clear.py: a later run asks again)
+    store.drop_batch_requests(conn=conn)
     days = partition_days_of(found, settings.timezones.for_guild)
     counts["partition_days_queued"] = store.enqueue_days(
         [{"partition": p, "day": d, "reason": REASON} for p, d in sorted(days)], now, conn=conn)

@@ -263,6 +263,20 @@ def test_erase_and_clear_leave_nothing_in_the_batch_tables(store, settings, serv
     assert batch_rows(store)["llm_batch_requests"] == []
 
 
+def test_a_deleted_message_leaves_nothing_in_the_batch_tables(store, settings, server):
+    from pipeline.ingest import delete_messages
+
+    s = batch_settings(settings, server)
+    chat(store, s)
+    ingest_messages(store, [_msg(99, GENERAL, BO, "ZQXDELETEDCANARY is my new server password hint.", 4, 23, "Bo")], s)
+    night(store, s)  # submitted: a prompt quotes the message
+    assert "llm_batch_requests" in tokens_in_tables(store.engine, re.compile(r"ZQXDELETEDCANARY"))
+    delete_messages(store, [(GENERAL, 1190000000000095099)], s)
+    assert tokens_in_tables(store.engine, re.compile(r"ZQXDELETEDCANARY")) == {}
+    finish_the_night(store, s, server)  # asked again without it
+    assert tokens_in_tables(store.engine, re.compile(r"ZQXDELETEDCANARY")) == {}
+
+
 def test_mempipe_batches_lists_the_jobs_and_runs_shows_the_deferred_items(store, db_url, settings, server):
     s = batch_settings(settings, server)
     chat(store, s)
