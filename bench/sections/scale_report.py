@@ -95,6 +95,7 @@ def render(res: dict) -> list[str]:
                    f"({sv['busy_s']:.0f} s) | {night} ({sv['night_s']:.0f} s) | {sv['max_in_window']} / {res['limit']} | "
                    f"{sv['rejected']} | {'yes' if n['rows_equal'] else '**no**'} | {n['capacity']:.2f} | "
                    f"{_cpu(n.get('cpu'))} | {'met' if n['met'] else '**missed**'} |")
+    out += _bound(res)
     out += [
         "", f"Wall = the run's `pipeline_runs` row, started to finished (the workers were started and listening "
         f"before it). **Minimum** = the requests of one in-process run of the same night (`mempipe replay` without "
@@ -135,3 +136,25 @@ def render(res: dict) -> list[str]:
             f"Cost = the runs' `estimated_cost` summed (tokens × `gemini.prices` × `gemini.batch_price_factor` for "
             f"batch answers); the interactive night's = the reference night's."]
     return out
+
+
+def _bound(res: dict) -> list[str]:
+    """What bounds each night that missed the share target, from what was measured alongside."""
+    lines = []
+    for n in res["nights"]:
+        sv, cpu = n["server"], n.get("cpu") or {}
+        if n["met"] or n["capacity"] < 1 or sv["share"] is None:
+            continue
+        busy = cpu.get("machine_busy")
+        if busy is not None and busy >= 0.85:
+            why = (f"the machine's {cpu.get('cpus')} CPUs were {busy:.0%} busy during the night (workers "
+                   f"{sum(cpu.get('workers_s', [])):.0f} CPU s, the run {cpu.get('command_s', 0):.0f} s, the rest "
+                   f"PostgreSQL and the fake server): the night is bound by CPU here, not by the quota — the "
+                   f"pipeline's own work per item is not divided by the time scale, so it weighs "
+                   f"{res['time_scale'] or 1:g}× more against the window than at real scale")
+        else:
+            why = (f"the machine was {busy:.0%} busy" if busy is not None else "no CPU figure") + (
+                ": not CPU; the stage barriers and the job hand-out (each item a job, fetched by a worker) "
+                "leave slots idle")
+        lines.append(f"- {n['workers']} workers: share {sv['share']:.2f} < {TARGET}: {why}.")
+    return ["", "**What bounds it.**", *lines] if lines else []
