@@ -161,6 +161,19 @@ class SchedulerSettings(BaseModel):
     _check_timezone = field_validator("timezone")(_check_zone)
 
 
+class RefreshSettings(BaseModel):
+    """The hourly refresh (pipeline/stages/daily.py `_fold_waits`): today's fold of a few new
+    messages waits for more, since the fold's fixed prompt would outweigh them."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
+
+    # A fold's fixed part (instructions, system text, the summaries so far) is ~560-720 prompt
+    # tokens (bench: one fold of 1-5 short messages against tests/fakes/gemini_server.py); 2400
+    # characters of new text (~600 tokens) at least match it. 0: fold every refresh.
+    fold_min_chars: int = Field(2400, ge=0, description="today's new messages fold once this much text waits")
+    fold_max_wait_h: float = Field(3.0, ge=0, description="or once the oldest of them is this many hours old")
+
+
 class ControlsSettings(BaseModel):
     """User controls (pipeline/controls/): who may act on someone else's memory."""
 
@@ -223,6 +236,7 @@ class Settings(BaseSettings):
     memory: MemorySettings = Field(default_factory=MemorySettings)
     gemini: GeminiSettings = Field(default_factory=GeminiSettings)
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
+    refresh: RefreshSettings = Field(default_factory=RefreshSettings)
     controls: ControlsSettings = Field(default_factory=ControlsSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
     workers: WorkerSettings = Field(default_factory=WorkerSettings)

@@ -59,6 +59,13 @@ class RunPlan:
     by_partition: dict[str, list[dt.date]] = field(default_factory=dict)
     queued: dict[tuple[str, dt.date], dt.datetime] = field(default_factory=dict)  # -> queued_at
     day1: dict[str, dt.date] = field(default_factory=dict)  # each partition's day 1
+    live: bool = False  # as of now (no date given): today's fold may wait (stages/daily.py _fold_waits)
+
+    def may_wait(self, partition: str, day: dt.date) -> bool:
+        """Today's partition-day in a run as of now, not queued for a recompute: a fold of a few new
+        messages may wait. A finished day (the rollover's yesterday, a run as of a date, a replay)
+        is always made complete."""
+        return self.live and day == self.day1.get(partition) and (partition, day) not in self.queued
 
     @property
     def total(self) -> int:
@@ -118,6 +125,7 @@ async def bring_up_to_date(ctx: RunContext, daily_days: list[dt.date] | None, as
         parts = [p for p in parts if only_guilds(p["guild_id"])]
     queued = _queued(ctx, parts, guild_id, only_guilds)
     plan = plan_run(parts, daily_days, day1, queued)
+    plan.live = as_of is None
     counts = {"partition_days": 0, "daily_calls": 0}
     done = 0
 
@@ -247,7 +255,8 @@ async def _run_dailies(ctx: RunContext, plan: RunPlan, counted: Callable[[ItemSt
             pds, stored, emptied = await load(partition, guild)
             status = await run_daily(ctx, partition, guild, day, wait=wait, pd=pds.get(day),
                                      stored=stored.get(day) if not wait else _UNREAD,
-                                     drop_if_empty=queued or day in emptied)
+                                     drop_if_empty=queued or day in emptied,
+                                     may_wait=plan.may_wait(partition, day))
         if status is ItemStatus.BUSY:
             busy.append((partition, guild, day))
             return

@@ -25,6 +25,7 @@ REASONS = (
     ("passed_no_recent", "contexts with nothing to merge (profile, last active)", "nothing to merge"),
     ("passed_reused", "past weeks reused (the same input as an earlier day)", "reused"),
     ("passed_unchanged", "unchanged since the last run", "unchanged"),
+    ("passed_fold_waits", "today's few new messages left for a later fold (refresh.fold_min_chars)", "fold waits"),
 )
 
 

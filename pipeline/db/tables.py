@@ -141,6 +141,11 @@ BATCH_COUNTS = ("deferred",)
 REQUEST_COUNTS = ("requests_remembered", "requests_forgotten", "requests_refused_other_person",
                   "requests_refused_unsafe", "facts_rejected_request")
 
+# sql/migrations/0014_fold_waits.*.sql: today's partition-days whose fold of a few new messages
+# waited for more in an hourly refresh (pipeline/stages/daily.py `_fold_waits`): a pass-through
+# reason, in the sum of 0010 like the others.
+WAIT_COUNTS = ("passed_fold_waits",)
+
 pipeline_runs = sa.Table(
     "pipeline_runs", metadata, sa.Column("id", Id, primary_key=True), *_required(kind=sa.Text),
     *_optional(date_from=LocalDate, date_to=LocalDate, guild_id=Id),
@@ -154,6 +159,7 @@ pipeline_runs = sa.Table(
     *_counts(*ITEM_COUNTS, server_default="0"),
     *_counts(*BATCH_COUNTS, server_default="0"),
     *_counts(*REQUEST_COUNTS, server_default="0"),
+    *_counts(*WAIT_COUNTS, server_default="0"),
 )
 
 # In-chat memory requests, one per message (sql/migrations/0013_chat_requests.*.sql): the text

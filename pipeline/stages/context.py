@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 from ..clock import Clock, system_clock
 from ..config import Settings
-from ..db.tables import BATCH_COUNTS, FACT_COUNTS, ITEM_COUNTS, REQUEST_COUNTS
+from ..db.tables import BATCH_COUNTS, FACT_COUNTS, ITEM_COUNTS, REQUEST_COUNTS, WAIT_COUNTS
 from ..store import Lock, StageStorage
 from ..store.locks import NullLock
 from ..summarize import Summarizer
@@ -31,6 +31,8 @@ PERSISTED_COUNTS += tuple(RENAMED.get(c, c) for c in ITEM_COUNTS)
 PERSISTED_COUNTS += BATCH_COUNTS
 # in-chat memory requests (sql/migrations/0013_chat_requests; pipeline/stages/requests.py)
 PERSISTED_COUNTS += REQUEST_COUNTS
+# today's folds that waited for more new messages (sql/migrations/0014_fold_waits; stages/daily.py)
+PERSISTED_COUNTS += WAIT_COUNTS
 REPORTED_COUNTS = ("daily_computed", "daily_folded",  # daily_folded: of which only new messages were read
                    "historical_computed",
                    "merges_kept",  # a same-day refresh kept the stored recent part: no material change (a cache hit)

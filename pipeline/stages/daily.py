@@ -141,12 +141,15 @@ _UNKNOWN = object()
 
 async def run_daily(ctx: RunContext, partition: str, guild_id: int | None, day: dt.date, *,
                     wait: bool = True, pd: PartitionDay | None | object = _UNKNOWN,
-                    stored: dict | None | object = _UNKNOWN, drop_if_empty: bool = False) -> ItemStatus:
+                    stored: dict | None | object = _UNKNOWN, drop_if_empty: bool = False,
+                    may_wait: bool = False) -> ItemStatus:
     """Bring one partition-day up to date (BUSY when another run is computing it and `wait` is
     false). `pd` and `stored` (its partition_days row) may be passed in when the caller read
     them in bulk. `drop_if_empty`: when no message is left (deleted, excluded), the day's stored
     summaries and partition_days row go too (without it, an empty day is left as it is: retention
-    takes chat history a day before the summaries made from it)."""
+    takes chat history a day before the summaries made from it). `may_wait`: the day is today in
+    a run as of now, not queued for a recompute — a fold of a few new messages may wait
+    (WAITING: `_fold_waits`)."""
     if pd is _UNKNOWN:
         pd = build_partition_day(ctx, partition, guild_id, day)
     if pd is None:
@@ -179,13 +182,38 @@ async def run_daily(ctx: RunContext, partition: str, guild_id: int | None, day: 
         else:
             await _compute_daily(ctx, pd, key, forgotten, existing)
 
+    def waits(row: dict | None) -> ItemStatus | None:  # before the stored row is taken as stale
+        return ItemStatus.WAITING if may_wait and _fold_waits(ctx, pd, row) else None
+
     status = await refresh_item(ctx, Item(
         key=f"daily:{partition}:{day.isoformat()}", input_hash=key,
-        stored=reread() if stored is _UNKNOWN else stored, reread=reread, compute=compute, plan=plan), wait=wait)
+        stored=reread() if stored is _UNKNOWN else stored, reread=reread, compute=compute, plan=plan,
+        settled=waits), wait=wait)
     if status is ItemStatus.BUSY:
         ctx.stats.partition_days -= 1  # counted again when it is retried
     ctx.stats.passed_unchanged += status is ItemStatus.CACHED
+    ctx.stats.passed_fold_waits += status is ItemStatus.WAITING
     return status
+
+
+def _fold_waits(ctx: RunContext, pd: PartitionDay, existing: dict | None) -> bool:
+    """Today's stored running summaries stay as they are, without a request, while the only
+    change since they were made is a few new messages (`_foldable_prefix`): fewer than
+    `refresh.fold_min_chars` characters of text, the oldest younger than `refresh.fold_max_wait_h`
+    hours — a fold's fixed prompt (~600 tokens) would outweigh them. Never with an in-process
+    summarizer (its fold costs nothing) nor with --force; any other change is computed at once."""
+    rule = ctx.settings.refresh
+    if ctx.cheap or existing is None or not rule.fold_min_chars:
+        return False
+    n = existing["message_count"]
+    if not 0 < n < len(pd.lines):
+        return False  # fresh (CACHED follows), or not a pure append
+    new = pd.lines[n:]
+    if sum(len(ln.text) for ln in new) >= rule.fold_min_chars:
+        return False
+    if ctx.now() - min(ln.ts for ln in new) >= dt.timedelta(hours=rule.fold_max_wait_h):
+        return False
+    return _foldable_prefix(ctx, pd, existing) == n
 
 
 def _foldable_prefix(ctx: RunContext, pd: PartitionDay, existing: dict | None) -> int:

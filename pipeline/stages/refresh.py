@@ -38,6 +38,7 @@ class ItemStatus(enum.Enum):
     FAILED = "failed"
     BUSY = "busy"          # another run holds the claim (only when the caller does not wait)
     DEFERRED = "deferred"  # waits for a batch job's answer (gemini.batch): a later run makes it
+    WAITING = "waiting"    # today's fold of a few new messages waits for more (stages/daily.py _fold_waits)
 
 
 @dataclass

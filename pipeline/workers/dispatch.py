@@ -67,7 +67,8 @@ class Dispatcher:
     # ---------------------------------------------------------------- the stages
 
     async def dailies(self, plan, advance: Callable[[], None]) -> None:
-        await self._stage(daily_jobs(plan.work, force=self.ctx.force, queued=plan.queued, day1=plan.day1), advance)
+        await self._stage(daily_jobs(plan.work, force=self.ctx.force, queued=plan.queued, day1=plan.day1,
+                                           may_wait=plan.may_wait), advance)
 
     async def historicals(self, parts: list[dict], day1, advance: Callable[[], None]) -> None:
         await self._stage(historical_jobs(parts, day1, force=self.ctx.force), advance)

@@ -41,12 +41,16 @@ class JobSpec:
 
 
 def daily_jobs(work: Iterable[tuple[str, int | None, dt.date]], *, force: bool,
-               queued: dict[tuple[str, dt.date], dt.datetime], day1: dict[str, dt.date]) -> list[JobSpec]:
+               queued: dict[tuple[str, dt.date], dt.datetime], day1: dict[str, dt.date],
+               may_wait: Callable[[str, dt.date], bool] = lambda _p, _d: False) -> list[JobSpec]:
     """One job per partition-day of a RunPlan's `work`; a day from the recompute queue also gets
-    when it was queued and its partition's day 1 (it leaves the queue when done)."""
+    when it was queued and its partition's day 1 (it leaves the queue when done); today's in a
+    run as of now, that its fold may wait (RunPlan.may_wait)."""
     out = []
     for partition, guild_id, day in work:
         item = {"partition": partition, "guild_id": guild_id, "day": day.isoformat(), "force": force}
+        if may_wait(partition, day):
+            item["may_wait"] = True
         if (partition, day) in queued:
             item |= {"queued_at": queued[(partition, day)].isoformat(), "day1": day1[partition].isoformat()}
         out.append(JobSpec(DAILY, f"daily:{partition}:{day.isoformat()}", item,

@@ -36,7 +36,8 @@ async def daily(ctx: RunContext, item: dict) -> None:
     queued = "queued_at" in item
     emptied: set[dt.date] = set()
     pd = load_partition_days(ctx, partition, guild, [day], emptied).get(day)
-    status = await run_daily(ctx, partition, guild, day, pd=pd, drop_if_empty=queued or day in emptied)
+    status = await run_daily(ctx, partition, guild, day, pd=pd, drop_if_empty=queued or day in emptied,
+                             may_wait=item.get("may_wait", False))
     if queued and status in _DONE:
         ctx.writer.queued_done(partition, day, dt.datetime.fromisoformat(item["queued_at"]),
                                dt.date.fromisoformat(item["day1"]))

@@ -121,6 +121,7 @@ def test_hourly_refresh_re_merges_only_on_a_material_change_and_the_rollover_alw
 
     with FakeGemini(answer) as server:
         s = _budgets(gemini_settings(settings, server))
+        s.refresh.fold_min_chars = 0  # each hour's growth is folded (the waiting rule: test_fold_waits.py)
         _week(store, s)
         _run(store, s, "run", dt.datetime(2026, 11, 3, 23, tzinfo=UTC), dt.date(2026, 11, 3))
 

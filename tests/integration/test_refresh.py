@@ -68,6 +68,7 @@ def test_an_edit_before_the_cursor_recomputes_the_whole_day(store, settings):
 def test_live_day_with_gemini_reads_each_message_once(store, settings):
     with FakeGemini(canned_answer) as server:
         s = gemini_settings(settings, server)
+        s.refresh.fold_min_chars = 0  # fold mechanics: a fold every hour (the waiting rule: test_fold_waits.py)
         sent = []
         for hour in range(8, 20):
             batch = _hour_of_messages(hour)

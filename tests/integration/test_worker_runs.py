@@ -169,6 +169,7 @@ def test_a_refresh_on_workers_keeps_a_merge_on_growth_as_in_process(pg):
 
     with FakeGemini(answer) as server:
         s = _budgets(gemini_settings(base, server))
+        s.refresh.fold_min_chars = 0  # fold mechanics: a fold every hour (the waiting rule: test_fold_waits.py)
 
         def run(kind: str, now: dt.datetime, as_of=None):
             ctx = make_context(store, s, now=now, summarizer=llm(s))

@@ -22,7 +22,7 @@ UTC = dt.timezone.utc
 D = dt.date.fromisoformat
 G1, ANA = 1150000000000000001, 1160000000000000001
 PASSED = ("passed_fits", "passed_week_rendered", "passed_recent_rendered", "passed_no_recent", "passed_reused",
-          "passed_unchanged")
+          "passed_unchanged", "passed_fold_waits")
 OUTCOMES = ("historical_items", "context_items", "partition_days", "summarized", *PASSED, "errors")
 
 
