@@ -8,9 +8,11 @@ import datetime as dt
 
 from ..calendar import day_bounds
 from ..hashing import input_hash
+from ..memory.requests import parse as parse_request
 from ..summarize.base import ChatLine, PartitionDay
 from ..summarize.markup import mentioned_channels, mentioned_ids
 from ..summarize.markup import render as render_markup
+from ..summarize.text import sentences
 from .context import RunContext
 from .extraction import fact_rows
 from .forgetting import Applied
@@ -201,7 +203,9 @@ def _fold_waits(ctx: RunContext, pd: PartitionDay, existing: dict | None) -> boo
     change since they were made is a few new messages (`_foldable_prefix`): fewer than
     `refresh.fold_min_chars` characters of text, the oldest younger than `refresh.fold_max_wait_h`
     hours — a fold's fixed prompt (~600 tokens) would outweigh them. Never with an in-process
-    summarizer (its fold costs nothing) nor with --force; any other change is computed at once."""
+    summarizer (its fold costs nothing) nor with --force, nor when a new message reads like an
+    in-chat memory request (stages/requests.py: "forget what I said about …" is applied within the
+    hour); any other change is computed at once."""
     rule = ctx.settings.refresh
     if ctx.cheap or existing is None or not rule.fold_min_chars:
         return False
@@ -212,6 +216,8 @@ def _fold_waits(ctx: RunContext, pd: PartitionDay, existing: dict | None) -> boo
     if sum(len(ln.text) for ln in new) >= rule.fold_min_chars:
         return False
     if ctx.now() - min(ln.ts for ln in new) >= dt.timedelta(hours=rule.fold_max_wait_h):
+        return False
+    if any(parse_request(s) for ln in new for s in sentences(ln.text)):
         return False
     return _foldable_prefix(ctx, pd, existing) == n
 

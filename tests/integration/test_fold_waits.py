@@ -142,6 +142,18 @@ def test_a_forget_is_computed_at_once(store, settings, gemini):
     assert _stored(store)["message_count"] == 12
 
 
+def test_an_in_chat_memory_request_is_folded_at_once(store, settings, gemini):
+    """"forget what I said about …" is applied within the hour (stages/requests.py), not hours later."""
+    s = _settings(settings, gemini, min_chars=100_000)
+    _waiting(store, settings, s, gemini)
+    ask = _hour_of_messages(10)[0] | {"text": "Please forget what I said about the castle walls."}
+    ingest_messages(store, [ask], settings)
+    run = _run(store, s, gemini, dt.datetime(2026, 11, 4, 10, 59, tzinfo=UTC))
+    # folded now; the forget it asked for then makes the day again (stages/requests.py)
+    assert run["asked"][0] == ("fold", _texts(9) + [ask["text"]]) and run["passed_fold_waits"] == 0
+    assert run["requests_forgotten"] == 1
+
+
 @pytest.mark.parametrize("night", ["rollover", "run as of the day"])
 def test_a_finished_day_is_always_completed_and_then_costs_nothing(store, settings, gemini, night):
     s = _settings(settings, gemini, min_chars=100_000, max_wait_h=24)
