@@ -12,6 +12,7 @@ import datetime as dt
 
 import pytest
 
+from pipeline.cli import report
 from pipeline.ingest import delete_messages, ingest_messages
 from pipeline.runner import execute
 from pipeline.stages.facts import forget
@@ -79,6 +80,9 @@ def test_few_new_messages_wait_until_enough_text(store, settings, gemini):
         assert gemini.calls() == []  # no request at all: no fold, and no merge (the inputs did not change)
         assert dump_derived(store) == before  # the running summaries, and the contexts, as they were
         assert run["passed_fold_waits"] == 1 and run["summarized"] == 0 and run["partition_days"] >= 1
+        # `mempipe run` / `runs` name the reason
+        assert "1 today's few new messages left for a later fold" in "\n".join(report.run_lines(run, "gemini"))
+        assert "1 fold waits" in report.table_line(report.as_json(run))
         assert _stored(store)["message_count"] == 6
     run = _hour(store, settings, s, gemini, 11)  # 3 hours of text pass the threshold (oldest 2 h 59 min)
     assert run["asked"] == [("fold", _texts(9, 10, 11))]  # each message read once, in one fold
