@@ -9,8 +9,10 @@ import click
 
 from . import report
 from .main import (
+    CHAT_ID,
     GUILD_ID,
     INTERRUPTED,
+    USER_ID,
     State,
     _date,
     _echo_json,
@@ -71,23 +73,39 @@ def db_status(state: State, as_json: bool):
 
 @cli.command("import")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "discord"]), default=None,
-              help="Input format; default: by extension (.jsonl -> jsonl, .json -> discord).")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "discord", "telegram"]), default=None,
+              help="Input format; default: by extension and content (.jsonl -> jsonl; .json -> a DiscordChatExporter "
+                   "or a Telegram Desktop export, told apart by its keys).")
 @click.option("--visibility", type=click.Choice(["public", "restricted"]), default=None,
-              help="For Discord guild exports: mark the channel restricted (role-gated). DMs are always dm.")
-@click.option("--include-bots", is_flag=True, help="Keep messages written by bot accounts (skipped by default).")
+              help="Mark the export's channels restricted: Discord guild channels, Telegram groups and channels. "
+                   "DMs are always dm.")
+@click.option("--include-bots", is_flag=True,
+              help="Keep messages written by bot accounts (Discord's; the bot of a Telegram bot_chat); skipped by "
+                   "default.")
+@click.option("--bot-user-id", "bot_user_ids", type=USER_ID, multiple=True, metavar="ID",
+              help="Telegram: your bot's user id (repeatable). Its own messages are skipped and counted; a member's "
+                   "chat with it is keyed by the member, as the bot sees it.")
+@click.option("--restricted-chat", "restricted_chats", type=CHAT_ID, multiple=True, metavar="CHAT_ID",
+              help="Telegram: this group (or channel) is restricted: its own partition, channel:CHAT_ID "
+                   "(repeatable).")
+@click.option("--include-channels", is_flag=True,
+              help="Telegram: import channels, and posts sent as a channel or as the group (skipped by default).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the counts as one JSON object (read, new, edited, unchanged, skipped, skipped_by, cut, "
                    "deletions, deleted, not_found).")
 @click.pass_obj
-def import_cmd(state: State, paths, fmt, visibility, include_bots, as_json):
-    """Import chat messages. Idempotent: re-importing adds nothing; newer edits replace text.
+def import_cmd(state: State, paths, fmt, visibility, include_bots, bot_user_ids, restricted_chats, include_channels,
+               as_json):
+    """Import chat messages: JSONL, DiscordChatExporter or Telegram Desktop JSON exports.
+    Idempotent: re-importing adds nothing; newer edits replace text.
 
     The whole import is one transaction: on any bad line nothing is written, and the error
     names the file and line (or message id). Prints what each row read did; the counts add up:
     read = new + edited + unchanged + skipped (+ deletion rows).
 
+    \b
     Example: mempipe import samples/community.jsonl
+             mempipe import result.json --bot-user-id 8000000001
     """
     from ..ingest import import_files
 
@@ -98,7 +116,9 @@ def import_cmd(state: State, paths, fmt, visibility, include_bots, as_json):
             bar.update(n)
         report = import_files(store, list(paths), state.settings, fmt=fmt,
                               visibility=None if visibility == "public" else visibility,
-                              include_bots=include_bots, progress=progress, clock=state.clock)
+                              include_bots=include_bots, bot_user_ids=bot_user_ids,
+                              restricted_chats=restricted_chats, include_channels=include_channels,
+                              progress=progress, clock=state.clock)
     if as_json:
         _echo_json(report.as_dict())
         return

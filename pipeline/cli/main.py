@@ -51,6 +51,7 @@ class _Id(click.ParamType):
 
 SNOWFLAKE = _Id()
 GUILD_ID = _Id("guild id")
+USER_ID, CHAT_ID = _Id("user id"), _Id("chat id")
 # What an interrupted command says it kept (ctx.meta, set by the command; default below).
 INTERRUPTED = "mempipe.interrupted"
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}

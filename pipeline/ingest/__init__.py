@@ -3,8 +3,9 @@
 - `MessageIn`: one validated message (the contract every importer produces); `validate(row)`
   makes one from a dict of the JSONL shape (plain checks, no pydantic: `model.py`).
 - `ingest_messages(store, rows, settings)`: write MessageIn objects or dicts from Python.
-- `import_files(store, paths, settings, fmt=...)`: JSONL files (`jsonl.py`) and
-  DiscordChatExporter JSON exports (`discord.py`).
+- `import_files(store, paths, settings, fmt=...)`: JSONL files (`jsonl.py`), DiscordChatExporter
+  JSON exports (`discord.py`) and Telegram Desktop JSON exports (`telegram.py`); a JSON export is
+  read once and told apart by its top-level keys (`jsondoc.py`).
 - `delete_messages(store, ids, settings)`: a bot's message-delete events (`deletion.py`); an
   import row `{"message_id": …, "channel_id": …, "deleted": true}` does the same in its place.
 

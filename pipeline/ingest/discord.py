@@ -21,14 +21,12 @@ Ids stay strings here: validation (pipeline/ingest/model.py) parses them as 64-b
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Iterator
 
-import msgspec
-
 from ..errors import InputError
-from .model import parse_id
+from .jsondoc import load_json
+from .model import EMPTY, Skipped, parse_id
 
 DM_TYPES = {"DirectTextChat": False, "DirectGroupTextChat": True}  # type -> is_group
 PRIVATE_TYPES = {"GuildPrivateThread"}
@@ -36,12 +34,8 @@ MESSAGE_TYPES = {"Default", "Reply"}
 GUILD_VISIBILITIES = (None, "public", "restricted")
 
 
-class Skipped(str):
-    """A message an importer leaves out, yielded in its place: the reason, as the import report
-    counts it."""
-
-
-SYSTEM, BOT, EMPTY = Skipped("system message"), Skipped("bot author"), Skipped("empty")
+SYSTEM, BOT = Skipped("system message"), Skipped("bot author")
+__all__ = ["BOT", "EMPTY", "SYSTEM", "Skipped", "discord_rows", "read_discord"]
 
 
 def read_discord(
@@ -49,11 +43,22 @@ def read_discord(
 ) -> Iterator[tuple[str, dict[str, Any] | Skipped]]:
     """Yield ("message <id>", row) per exported message; row is a `Skipped` reason for a skipped
     message (system, bot, empty). InputError on anything that is not a readable export."""
+    source = os.fspath(path)
+    return discord_rows(load_json(source), source, visibility=visibility, include_bots=include_bots)
+
+
+def discord_rows(
+    doc: Any, source: str, *, visibility: str | None = None, include_bots: bool = False
+) -> Iterator[tuple[str, dict[str, Any] | Skipped]]:
+    """read_discord on a document already read (pipeline/ingest/jsondoc.py) from `source`."""
     if visibility not in GUILD_VISIBILITIES:
         raise ValueError(f"visibility for a Discord export must be public or restricted, not {visibility!r}")
-    source = os.fspath(path)
-    doc = _load(source)
+    if not isinstance(doc, dict):
+        raise InputError(source, "top level", "not a DiscordChatExporter JSON export: expected an object")
+    return _rows(doc, source, visibility, include_bots)
 
+
+def _rows(doc: dict[str, Any], source: str, visibility: str | None, include_bots: bool):
     guild = _section(doc, "guild", source)
     channel = _section(doc, "channel", source)
     messages = doc.get("messages")
@@ -121,26 +126,6 @@ def read_discord(
             "edited_ts": msg.get("timestampEdited"),
             "reply_to": reply_to,
         }
-
-
-def _load(source: str) -> dict[str, Any]:
-    try:
-        with open(source, "rb") as fh:
-            data = fh.read()
-        try:  # msgspec: several times faster; a document it refuses is read by json, for json's errors
-            doc = msgspec.json.decode(data.removeprefix(b"\xef\xbb\xbf"))
-        except (msgspec.DecodeError, UnicodeDecodeError):
-            doc = json.loads(data.decode("utf-8-sig"))
-    except OSError as exc:
-        raise InputError(source, "cannot open", exc.strerror or str(exc)) from None
-    except UnicodeDecodeError as exc:  # located: the line holding the first bad byte
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(source, f"line {line}", f"not UTF-8 text ({exc.reason})") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(source, f"line {exc.lineno}", f"invalid JSON: {exc.msg} (column {exc.colno})") from None
-    if not isinstance(doc, dict):
-        raise InputError(source, "top level", "not a DiscordChatExporter JSON export: expected an object")
-    return doc
 
 
 def _text(msg: dict[str, Any], source: str, where: str) -> str:

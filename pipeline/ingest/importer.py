@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Literal, Mapping
 
@@ -20,13 +21,17 @@ from ..clock import Clock, system_clock
 from ..config import Settings
 from ..errors import InputError
 from ..store import Store
-from .discord import Skipped, read_discord
+from .discord import discord_rows
+from .jsondoc import export_kind, load_json
 from .jsonl import read_jsonl
-from .model import DeletionIn, MessageIn, RowError, Validator, parse_id
+from .model import DeletionIn, MessageIn, RowError, Skipped, Validator, parse_id
+from .telegram import TelegramOptions, telegram_rows
 from .writer import Progress, Writer
 
 BATCH_SIZE = 5000
-Format = Literal["jsonl", "discord"]
+Format = Literal["jsonl", "discord", "telegram"]
+FORMATS = ("jsonl", "discord", "telegram")
+_EXPORTERS = {"discord": "a DiscordChatExporter", "telegram": "a Telegram Desktop"}
 
 
 @dataclass
@@ -36,9 +41,10 @@ class IngestReport:
     Per message row read: new — stored for the first time; edited — a newer edit (a later
     edited_ts) replaced the stored text, or that of a copy read earlier in this import;
     unchanged — a copy of a message already stored (or read earlier in this import) that changes
-    nothing. skipped_by: rows left out, by reason (`discord.Skipped`: bot author, system message,
-    empty). cut: texts longer than settings.max_message_chars, shortened (ending in "…"), not
-    rejected (they are among the counts above). deletions: rows with `"deleted": true`;
+    nothing. skipped_by: rows left out, by reason (`model.Skipped`: Discord's bot author and
+    system message, Telegram's service message, forwarded, bot's own message, …, and empty).
+    cut: texts longer than settings.max_message_chars, shortened (ending in "…"), not rejected
+    (they are among the counts above). deletions: rows with `"deleted": true`;
     deleted: the stored messages they removed; not_found: deletion rows that matched no stored
     message."""
 
@@ -105,24 +111,34 @@ def import_files(
     fmt: Format | None = None,
     visibility: Literal["public", "restricted"] | None = None,
     include_bots: bool = False,
+    bot_user_ids: Collection[int] = (),
+    restricted_chats: Collection[int] = (),
+    include_channels: bool = False,
     progress: Progress | None = None,
     clock: Clock = system_clock,
 ) -> IngestReport:
     """Parse and write every file in one transaction: any error writes nothing.
 
-    fmt: "jsonl", "discord" or None (by extension: .jsonl/.ndjson -> jsonl, .json -> discord;
-    otherwise by content). visibility and include_bots apply to Discord exports only (JSONL rows
-    carry their own visibility): visibility "restricted" marks guild channels restricted; DMs
-    stay dm. progress(n) is called after each batch with the number of messages read since the
-    previous call (a step, as click's ProgressBar.update takes it). clock() is read once: every
-    message of the import gets the same ingested_at."""
+    fmt: "jsonl", "discord", "telegram" or None (by extension and content: .jsonl/.ndjson ->
+    jsonl; .json -> a DiscordChatExporter or Telegram Desktop export, told apart by its top-level
+    keys). The other options apply to exports only (JSONL rows carry their own visibility):
+    visibility "restricted" marks Discord guild channels and Telegram groups and channels
+    restricted (DMs stay dm); include_bots keeps messages by bot accounts (Discord's, the bot of
+    a Telegram bot_chat). Telegram only: bot_user_ids, the bot's own account(s): their messages
+    are skipped; restricted_chats, chats marked restricted; include_channels, channels and posts
+    sent as a channel are imported (pipeline/ingest/telegram.py). progress(n) is called after
+    each batch with the number of messages read since the previous call (a step, as click's
+    ProgressBar.update takes it). clock() is read once: every message of the import gets the
+    same ingested_at."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    if fmt not in (None, "jsonl", "discord"):
-        raise ValueError(f"unknown import format {fmt!r} (use jsonl or discord)")
+    if fmt not in (None, *FORMATS):
+        raise ValueError(f"unknown import format {fmt!r} (use {', '.join(FORMATS)})")
     if visibility not in (None, "public", "restricted"):
-        raise ValueError(f"visibility for a Discord export must be public or restricted, not {visibility!r}")
-    plan = [(os.fspath(path), fmt or detect_format(path)) for path in paths]
+        raise ValueError(f"visibility for an export must be public or restricted, not {visibility!r}")
+    telegram = TelegramOptions(visibility, frozenset(restricted_chats), frozenset(bot_user_ids), include_bots,
+                               include_channels)
+    plan = [(os.fspath(path), fmt or _sniff(path)) for path in paths]
 
     report = IngestReport()
     validator = Validator()
@@ -132,8 +148,13 @@ def import_files(
             rows: Iterator[tuple[str, Any]]
             if kind == "jsonl":
                 rows = read_jsonl(source)
-            else:
-                rows = read_discord(source, visibility=visibility, include_bots=include_bots)
+            else:  # a JSON export, read once
+                doc = load_json(source)
+                kind = _export_kind(doc, source, None if kind == "json" else kind)
+                if kind == "telegram":
+                    rows = telegram_rows(doc, source, telegram)
+                else:
+                    rows = discord_rows(doc, source, visibility=visibility, include_bots=include_bots)
             with contextlib.closing(rows):
                 for where, raw in rows:
                     report.read += 1
@@ -146,13 +167,23 @@ def import_files(
 
 
 def detect_format(path: str | os.PathLike) -> Format:
-    """jsonl or discord, by extension, else by the first line of the file."""
+    """jsonl, discord or telegram: by extension, else by the first line of the file; a JSON
+    export by its top-level keys (the whole file is read)."""
+    kind = _sniff(path)
+    if kind != "json":
+        return kind
+    source = os.fspath(path)
+    return _export_kind(load_json(source), source, None)
+
+
+def _sniff(path: str | os.PathLike) -> Literal["jsonl", "json"]:
+    """jsonl, or json (an export, to be told apart once read): by extension, else by the first line."""
     source = os.fspath(path)
     suffix = os.path.splitext(source)[1].lower()
     if suffix in (".jsonl", ".ndjson"):
         return "jsonl"
     if suffix == ".json":
-        return "discord"
+        return "json"
     try:
         with open(source, encoding="utf-8-sig", errors="replace") as fh:
             first = ""
@@ -166,12 +197,25 @@ def detect_format(path: str | os.PathLike) -> Format:
         head = json.loads(first)
     except ValueError:
         head = None
-    if isinstance(head, dict):
-        return "discord" if "messages" in head and "channel" in head else "jsonl"
+    if isinstance(head, dict):  # a JSONL row, or a whole export on one line
+        return "json" if "messages" in head or "chats" in head or "left_chats" in head else "jsonl"
     if first.strip() == "{":
-        return "discord"  # a pretty-printed export
-    raise InputError(source, "format", "cannot tell JSONL from a Discord export: name the file .jsonl or "
-                                       ".json, or pass the format explicitly")
+        return "json"  # a pretty-printed export
+    raise InputError(source, "format", "cannot tell JSONL from a JSON export (DiscordChatExporter or Telegram "
+                                       "Desktop): name the file .jsonl or .json, or pass the format explicitly")
+
+
+def _export_kind(doc: Any, source: str, asked: str | None) -> str:
+    """The export's kind; InputError when it is neither exporter's, or not the one asked for."""
+    kind = export_kind(doc)
+    if asked is None and kind is None:
+        raise InputError(source, "top level", "not a DiscordChatExporter or Telegram Desktop JSON export (expected "
+                                              "guild, channel and messages, or a Telegram chat's messages or "
+                                              "chats.list): export it again as JSON, or pass the format explicitly")
+    if asked is not None and kind is not None and kind != asked:
+        raise InputError(source, "top level", f"{_EXPORTERS[kind]} export, not {_EXPORTERS[asked]} one: pass "
+                                              f"--format {kind} (or leave --format out)")
+    return asked or kind
 
 
 def _validate(validator: Validator, raw: Any, source: str, where: str) -> MessageIn | DeletionIn:

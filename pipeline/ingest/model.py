@@ -66,6 +66,14 @@ class DeletionIn(msgspec.Struct, frozen=True, kw_only=True):
     deleted: Literal[True] = True
 
 
+class Skipped(str):
+    """A message an importer leaves out, yielded in its place: the reason, as the import report
+    counts it ("bot author", "service message", …)."""
+
+
+EMPTY = Skipped("empty")  # no text left (every importer; the writer counts it too)
+
+
 class RowError(ValueError):
     """A row that is not a message: the text names every problem ("missing field ts; …")."""
 

@@ -27,8 +27,7 @@ from ..errors import InputError
 from ..store import Store
 from ..store.ingest import MESSAGE_IDENTITY
 from .deletion import delete_in
-from .discord import EMPTY
-from .model import DeletionIn, MessageIn
+from .model import EMPTY, DeletionIn, MessageIn
 
 CUT_MARK = "…"
 NAME_CHARS = 64  # display names: a prompt shows many, and one may not crowd out the chat

@@ -220,7 +220,8 @@ def test_ingest_messages_names_the_message(settings):
 
 def test_detect_format(tmp_path):
     assert detect_format(tmp_path / "a.jsonl") == "jsonl"
-    assert detect_format(tmp_path / "a.json") == "discord"
+    (tmp_path / "a.json").write_text('{"guild": {}, "channel": {}, "messages": []}', encoding="utf-8")
+    assert detect_format(tmp_path / "a.json") == "discord"  # .json: an export, told apart by its keys
     (tmp_path / "a.txt").write_text(json.dumps(row()) + "\n", encoding="utf-8")
     assert detect_format(tmp_path / "a.txt") == "jsonl"
     (tmp_path / "b.txt").write_text('{\n  "guild": {}\n}', encoding="utf-8")

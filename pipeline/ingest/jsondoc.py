@@ -1,0 +1,54 @@
+"""JSON export files (DiscordChatExporter's and Telegram Desktop's): read one whole document, and
+tell which exporter wrote it by its top-level keys.
+
+A document is read once: by msgspec (several times faster); a document it refuses is read again
+by the json module, so that every error is json's, located by its line.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+import msgspec
+
+from ..errors import InputError
+
+ExportKind = Literal["discord", "telegram"]
+
+
+def load_json(source: str) -> Any:
+    """The document in the file; InputError naming the line of bad UTF-8 or JSON."""
+    try:
+        with open(source, "rb") as fh:
+            data = fh.read()
+        try:
+            return msgspec.json.decode(data.removeprefix(b"\xef\xbb\xbf"))
+        except (msgspec.DecodeError, UnicodeDecodeError):
+            return json.loads(data.decode("utf-8-sig"))
+    except OSError as exc:
+        raise InputError(source, "cannot open", exc.strerror or str(exc)) from None
+    except UnicodeDecodeError as exc:  # located: the line holding the first bad byte
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(source, f"line {line}", f"not UTF-8 text ({exc.reason})") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(source, f"line {exc.lineno}", f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+
+
+def export_kind(doc: Any) -> ExportKind | None:
+    """Which exporter wrote the document, by its top-level keys, or None for neither.
+
+    DiscordChatExporter: `guild`, `channel`, `messages`. Telegram Desktop: one chat is `name`,
+    `type`, `id`, `messages` (each message with `type` and `date_unixtime`); a full-account export
+    has `chats: {list: […]}` (and `left_chats`). A document with some of one exporter's keys is
+    taken as that exporter's, so that its reader names what is missing."""
+    if not isinstance(doc, dict):
+        return None
+    if "guild" in doc or "channel" in doc:
+        return "discord"
+    if "chats" in doc or "left_chats" in doc or ("messages" in doc and ("type" in doc or "id" in doc)):
+        return "telegram"
+    messages = doc.get("messages")
+    if isinstance(messages, list) and messages and isinstance(messages[0], dict) and "date_unixtime" in messages[0]:
+        return "telegram"
+    return None
