@@ -112,6 +112,15 @@ class InMemoryControls:
         with self._writing():
             return sum(self.tables["chat_history"].pop(k, None) is not None for k in set(keys))
 
+    def drop_batch_requests(self, *, conn=None) -> int:
+        """Batch mode's stored requests: every one goes (pipeline/store/batches.py). This store
+        keeps them only if a test put the table there (batch mode runs on the SQL stores)."""
+        with self._writing():
+            rows = self.tables.get("llm_batch_requests") or {}
+            n = len(rows)
+            rows.clear()
+            return n
+
     def drop_fact_sources(self, partitions, sources, *, conn=None) -> dict:
         gone = set(sources)
         if not gone:
