@@ -22,6 +22,7 @@ from pipeline.ingest import ingest_messages
 from pipeline.llm.gemini import GeminiClient
 from pipeline.runner import execute
 from pipeline.summarize.llm import LLMSummarizer
+from tests.conftest import ROOT
 from tests.fakes.gemini_server import FakeGemini
 from tests.fakes.responders import canned_answer, message_lines
 from tests.helpers import make_context, tokens_in_tables
@@ -172,3 +173,31 @@ def test_forget_on_a_later_day_removes_the_earlier_fact(store, settings, run):
     _check_requests_applied(store, settings, None)
     again = run("2026-11-03", "2026-11-04")
     assert again["llm_calls"] == 0 and again["requests_forgotten"] == 0
+
+
+TELEGRAM = ROOT / "tests" / "fixtures" / "telegram"
+BOT = 8000000001          # MemoBot, the bot of the personal chat (skipped: --bot-user-id)
+TG_GROUP = 1824466019     # "Lisbon Board Gamers", a private supergroup: guild = channel = chat id
+
+
+def test_requests_in_the_telegram_exports(store, settings, run):
+    """The issue's acceptance on the real-format exports: both imported together, one replay."""
+    from pipeline.ingest import import_files
+
+    report = import_files(store, sorted(TELEGRAM.glob("*.json")), settings, fmt="telegram", bot_user_ids={BOT})
+    assert report.skipped_by["bot's own message"] == 1  # MemoBot's reply is not chat
+    first = run("2026-11-02", "2026-11-03")
+    tomas = _facts(store, TOMAS)
+    veg = [f for f in tomas if "vegetarian" in f["text"].lower()]
+    assert len(veg) == 1, tomas
+    assert veg[0]["level"] == "guild_public" and veg[0]["partition"] == f"guild:{TG_GROUP}"
+    assert veg[0]["confidence"] == 1.0 and _sources(veg[0]) == ["chat"]
+    with store.engine.connect() as conn:
+        profile = conn.execute(sa.text("SELECT profile FROM memory_profiles WHERE scope = :s AND user_id = :u"),
+                               {"s": f"guild:{TG_GROUP}", "u": TOMAS}).scalar_one()
+    assert "vegetarian" in profile.lower()
+    # the DM's hospital: in no row but the chat itself and what Tomás forgot
+    assert set(tokens_in_tables(store.engine, HOSPITAL)) == {"chat_history", "forgotten_facts"}
+    assert first["requests_remembered"] == 1 and first["requests_forgotten"] == 1
+    again = run("2026-11-02", "2026-11-03")
+    assert again["llm_calls"] == 0 and again["requests_remembered"] == again["requests_forgotten"] == 0
