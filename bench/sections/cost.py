@@ -15,7 +15,9 @@ day refreshes every partition every hour.
    midnight, then a refresh every hour — and none rolls on to day N+1. Then one `run` as of
    day N an hour after the last refresh: it completes day N (a fold that was still waiting —
    `refresh.fold_min_chars` — is made there, as the next rollover would), so work a refresh put
-   off is counted, not left outside the measurement.
+   off is counted, not left outside the measurement; only its daily-stage requests about day N
+   are counted (its merges stand for day N+1's rollover, as day N's rollover is counted at the
+   start).
 
 Prompt tokens include the system instruction: the fake server counts only the contents
 (`len // 4 + 1`), Gemini also bills the system instruction, so each request adds
@@ -105,20 +107,31 @@ class _Model:
         g = self.settings.gemini
         return LLMSummarizer(self.settings, GeminiClient("bench-key", base_url=g.base_url, timeout_s=g.timeout_s))
 
-    def run(self, store, kind, first, last, clock_at, new_day: dt.date | None = None, only_guilds=None) -> dict:
+    def run(self, store, kind, first, last, clock_at, new_day: dt.date | None = None, only_guilds=None,
+            only_ops: tuple[str, ...] | None = None) -> dict:
+        """One run; its counts. `only_ops`: count only requests of these operations (`_operation`)."""
         ctx = RunContext(store=store, summarizer=self.summarizer(), settings=self.settings,
                          clock=fixed_clock(clock_at))
         asyncio.run(execute(ctx, kind, first, last, only_guilds=only_guilds))
         by_op: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
-        for req in self.server.calls():
+        calls = self.server.calls()
+        kept = [r for r in calls if only_ops is None or _operation(r.prompt_text, new_day) in only_ops]
+        for req in kept:
             entry = by_op[_operation(req.prompt_text, new_day)]
             entry[0] += 1
             entry[1] += req.prompt_tokens + self.system_tokens
             entry[2] += req.body_bytes
         self.server.reset()  # the fake keeps every request: free them
         row = store.runs(1)[0]
-        return {k: row[k] for k in ("summarizer_calls", "llm_calls", "prompt_tokens", "output_tokens", "estimated_cost")
-                } | {"by_operation": dict(by_op)}
+        out = {k: row[k] for k in ("summarizer_calls", "llm_calls", "prompt_tokens", "output_tokens", "estimated_cost")}
+        if only_ops is not None:  # this run's share: the kept requests, as the server counted them
+            prices = self.settings.gemini.prices.get(self.settings.gemini.model_for("daily"))
+            out = {"summarizer_calls": len(kept), "llm_calls": len(kept),
+                   "prompt_tokens": sum(r.prompt_tokens for r in kept),
+                   "output_tokens": sum(r.output_tokens for r in kept)}
+            out["estimated_cost"] = (out["prompt_tokens"] * prices.input_per_million + out["output_tokens"]
+                                     * prices.output_per_million) / 1e6 if prices else 0.0
+        return out | {"by_operation": dict(by_op)}
 
     def close(self):
         self.server.stop()
@@ -219,8 +232,11 @@ def run(env: Env) -> dict:
 
             refreshes.append(model.run(store, "refresh", None, None, at, new_day=last, only_guilds=on_day_n))
             hour += dt.timedelta(hours=1)
-        # the day completed (what the next rollover does for day N): folds still waiting are made
-        refreshes.append(model.run(store, "run", None, last, hours[-1] + dt.timedelta(hours=1), new_day=last))
+        # the day completed (what the next rollover does for day N): folds still waiting are made;
+        # only its day-N daily-stage requests are day N's (the rollover's merges and past weeks
+        # belong to day N+1, as day N's own rollover is counted at its start)
+        refreshes.append(model.run(store, "run", None, last, hours[-1] + dt.timedelta(hours=1), new_day=last,
+                                   only_ops=("daily", "fold", "reduce")))
         log(f"cost: live day, {len(refreshes) - 1} hourly refreshes and the completing run in "
             f"{time.perf_counter() - t0:.1f} s")
         res["live"] = _totals(refreshes, model, counts["chars_day"], counts["users_day"])
@@ -331,7 +347,8 @@ def render(res: dict) -> list[str]:
             f"workload reads {ON_DEMAND} while seeing only half of each day's messages. Active users: users with a "
             f"message in the period. The live day's {live['runs'] - bool(live.get('completed'))} hourly refreshes"
             + (" (then one `run` as of day 7 that completes the day: folds a refresh left waiting are made and "
-               "counted there)" if live.get("completed") else "")
+               "counted there — only its daily-stage requests about day 7; its merges stand for the next day's "
+               "rollover, as day 7's own rollover is counted at the start)" if live.get("completed") else "")
             + f" each cover the partitions whose "
             f"local day is day 7 at that hour (`execute(…, only_guilds=…)`), so each partition gets exactly its own "
             f"day: the rollover at its local midnight (historical summaries of days 1–6, new contexts) and an "

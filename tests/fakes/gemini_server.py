@@ -122,6 +122,7 @@ class RecordedRequest:
     index: int = 0                  # arrival order, 0-based
     body_bytes: int = 0             # size of the HTTP request body as sent (what the wire carries)
     status_code: int | None = None  # HTTP status the fake answered with (None: no answer yet)
+    output_tokens: int = 0          # candidatesTokenCount of its answer (0: none)
     outcome: str | None = None      # "ok", "malformed", "truncated", "blocked", "status",
                                     # "raw", "rate_limited_rpm", "rate_limited_tpm",
                                     # "gemma_rejected", "bad_request", "responder_error"
@@ -619,6 +620,7 @@ class FakeGemini:
                  "promptTokensDetails": [{"modality": "TEXT", "tokenCount": prompt}]}
         if answer_text is not None:
             cand = estimate_tokens(answer_text)
+            rec.output_tokens = cand
             usage["candidatesTokenCount"] = cand
             usage["totalTokenCount"] = prompt + cand
         return usage
