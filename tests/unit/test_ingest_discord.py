@@ -1,6 +1,4 @@
-"""DiscordChatExporter JSON -> MessageIn, on the real-shaped fixtures in tests/fixtures/discord
-(copied from the team's shared fixtures; the tests need only these copies). Where the shared
-fixtures sit beside the checkout, a check keeps the copies identical to them."""
+"""DiscordChatExporter JSON -> MessageIn, on the real-shaped fixtures in tests/fixtures/discord."""
 
 from __future__ import annotations
 
@@ -16,7 +14,6 @@ from pipeline.ingest.discord import Skipped, read_discord
 
 UTC = dt.timezone.utc
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "discord"
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "discord"  # optional, see above
 GUILD = FIXTURES / "guild-text-channel.json"
 DMS = FIXTURES / "direct-messages.json"
 
@@ -31,13 +28,6 @@ def parsed(path, **kwargs) -> tuple[dict[str, MessageIn], list[str]]:
             msg = validate(row)
             kept[where] = msg
     return kept, skipped
-
-
-@pytest.mark.parametrize("name", ["guild-text-channel.json", "direct-messages.json"])
-def test_fixture_copies_match_shared(name):
-    if not SHARED.is_dir():
-        pytest.skip("the team's shared fixtures are not beside this checkout")
-    assert (FIXTURES / name).read_bytes() == (SHARED / name).read_bytes()
 
 
 def test_guild_export_keeps_human_messages_and_skips_bot_and_system():

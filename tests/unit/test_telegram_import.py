@@ -1,7 +1,6 @@
 """Telegram Desktop JSON export -> MessageIn (pipeline/ingest/telegram.py), on the real-shaped
-fixtures in tests/fixtures/telegram (copied from the team's shared fixtures; the tests need only
-these copies; where the shared fixtures sit beside the checkout, a check keeps the copies identical)
-and on small exports built here for the cases the fixtures do not hold."""
+fixtures in tests/fixtures/telegram (tests/fixtures/telegram/README.md says what they hold) and on
+small exports built here for the cases the fixtures do not hold."""
 
 from __future__ import annotations
 
@@ -19,7 +18,6 @@ from pipeline.ingest.telegram import read_telegram
 
 UTC = dt.timezone.utc
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "telegram"
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "telegram"  # optional, see above
 GROUP = FIXTURES / "group-result.json"
 PERSONAL = FIXTURES / "personal-chat-result.json"
 CHAT, TOMAS, MARTA, INES, DELETED, BOT = 1824466019, 6021337410, 5512098871, 7003391125, 5990001234, 8000000001
@@ -47,16 +45,6 @@ def export(tmp_path, messages, chat_type="private_supergroup", chat_id=CHAT, nam
     path.write_text(json.dumps({"name": name, "type": chat_type, "id": chat_id, "messages": messages}),
                     encoding="utf-8")
     return path
-
-
-@pytest.mark.parametrize("name", ["group-result.json", "personal-chat-result.json", "README.md"])
-def test_fixture_copies_match_shared(name):
-    if not SHARED.is_dir():
-        pytest.skip("the team's shared fixtures are not beside this checkout")
-    if name == "README.md":  # adapted: it cites only the repository; the facts it states stay the same
-        assert "Facts of the format worth knowing" in (FIXTURES / name).read_text(encoding="utf-8")
-        return
-    assert (FIXTURES / name).read_bytes() == (SHARED / name).read_bytes()
 
 
 def test_group_is_one_public_partition_keyed_by_the_chat_id():
