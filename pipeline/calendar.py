@@ -60,6 +60,12 @@ def day_bounds(day: dt.date, tz: ZoneInfo) -> tuple[dt.datetime, dt.datetime]:
     return start.astimezone(UTC), end.astimezone(UTC)
 
 
+def daily_item_key(partition: str, day: dt.date) -> str:
+    """A partition-day's item key ("daily:guild:1:2026-11-01"): its claim, its worker job's lock,
+    the mark on the batch requests it records (a message deletion drops those)."""
+    return f"daily:{partition}:{day.isoformat()}"
+
+
 def local_day(ts: dt.datetime, tz: ZoneInfo) -> dt.date:
     return ts.astimezone(tz).date()
 

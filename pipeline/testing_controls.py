@@ -112,14 +112,16 @@ class InMemoryControls:
         with self._writing():
             return sum(self.tables["chat_history"].pop(k, None) is not None for k in set(keys))
 
-    def drop_batch_requests(self, *, conn=None) -> int:
-        """Batch mode's stored requests: every one goes (pipeline/store/batches.py). This store
-        keeps them only if a test put the table there (batch mode runs on the SQL stores)."""
+    def drop_batch_requests(self, *, item_keys=None, conn=None) -> int:
+        """Batch mode's stored requests (pipeline/store/batches.py): every one, or those of
+        `item_keys`. This store has them only if a test put the table there (batch mode runs on
+        the SQL stores)."""
         with self._writing():
             rows = self.tables.get("llm_batch_requests") or {}
-            n = len(rows)
-            rows.clear()
-            return n
+            doomed = [k for k, r in rows.items() if item_keys is None or r.get("item_key") in set(item_keys)]
+            for k in doomed:
+                del rows[k]
+            return len(doomed)
 
     def drop_fact_sources(self, partitions, sources, *, conn=None) -> dict:
         gone = set(sources)

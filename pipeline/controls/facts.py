@@ -37,9 +37,7 @@ async def forget(ctx: RunContext, scope: str, user_id: Any, fact: str, *, reques
     sc, user_id = parse_scope(scope), parse_id(user_id, "user_id")
     by = authorize(ctx.settings, "forget a fact in", user_id, requested_by)
     found = await stage.forget(ctx, str(sc), user_id, fact, refresh=refresh)
-    drop = getattr(ctx.store, "drop_batch_requests", None)  # the SQL store's (not an in-memory test store)
-    if drop is not None:
-        drop()  # batch requests may quote the fact: dropped, asked again later
+    ctx.store.drop_batch_requests()  # batch requests may quote the fact: dropped, asked again later
     record(ctx.store, "forget", user_id, by, requested_by, str(sc), ctx.now(), {"forgotten_facts": 1}, found=found,
            **({"via": via} if via else {}))
     return found

@@ -6,8 +6,8 @@ guild's timezone, as the daily stage cuts days) is queued for the next run, whic
 wherever it is in time (pipeline/runner.py; a day left with no message loses its summaries);
 facts lose the deleted messages from their provenance (`memory_facts.sources`), and a fact that
 rested only on them is deleted; a control_actions row per user whose data changed records how
-many rows (never a text); batch mode's stored requests and answers go (they may quote the
-text; a later run asks again for what it needs). The historical rows and contexts built from those days follow at that
+many rows (never a text); batch mode's stored requests of those partition-days go (they quote
+the text; the day's next run asks again). The historical rows and contexts built from those days follow at that
 run, by their input hashes.
 
 A message is (channel id, message id); a bare message id deletes every stored message with that
@@ -21,6 +21,7 @@ import datetime as dt
 from collections import Counter, defaultdict
 from typing import Any, Iterable
 
+from ..calendar import daily_item_key
 from ..clock import Clock, system_clock
 from ..config import Settings
 from ..errors import IdError
@@ -79,10 +80,10 @@ def delete_in(store, conn, pairs: list[tuple[int, int]], bare: list[int], settin
     if not found:
         return counts
     counts["deleted"] = store.delete_message_rows(keys, conn=conn)
-    # batch mode's pending prompts and unused answers quote chat text: the deleted messages' too
-    # (user erase/clear/forget's rule, pipeline/controls/clear.py: a later run asks again)
-    store.drop_batch_requests(conn=conn)
     days = partition_days_of(found, settings.timezones.for_guild)
+    # batch mode's requests of those partition-days quote the deleted text: dropped (the day's
+    # next run asks again); the rest of a batch night stays
+    store.drop_batch_requests(item_keys=[daily_item_key(p, d) for p, d in days], conn=conn)
     counts["partition_days_queued"] = store.enqueue_days(
         [{"partition": p, "day": d, "reason": REASON} for p, d in sorted(days)], now, conn=conn)
     facts = store.drop_fact_sources({m["partition"] for m in found}, {f"{c}:{m}" for c, m in keys}, conn=conn)

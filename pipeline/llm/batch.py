@@ -48,6 +48,7 @@ SCHEMAS = {cls.__name__: cls for cls in (DailyOut, HistoricalOut, MergeOut, Forg
 INTERACTIVE_KINDS = ("refresh",)
 
 _used: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("mempipe_batch_used", default=None)
+_item: contextvars.ContextVar[str | None] = contextvars.ContextVar("mempipe_batch_item", default=None)
 
 
 class Deferred(Exception):
@@ -55,14 +56,15 @@ class Deferred(Exception):
 
 
 @contextlib.contextmanager
-def item_requests() -> Iterator[list[str]]:
+def item_requests(item_key: str | None = None) -> Iterator[list[str]]:
     """The batch requests one item uses, collected while it computes (its child tasks share the
-    list: a context copy keeps the same object)."""
-    token = _used.set([])
+    list: a context copy keeps the same object); a request it records is marked with `item_key`."""
+    token, item_token = _used.set([]), _item.set(item_key)
     try:
         yield _used.get()
     finally:
         _used.reset(token)
+        _item.reset(item_token)
 
 
 def request_key(model: str, system: str, prompt: str, schema: type | None, max_output_tokens: int,
@@ -98,7 +100,7 @@ class BatchBook:
         if row is None:
             request = {"prompt": prompt, "system": system, "schema": schema.__name__ if schema else None,
                        "max_output_tokens": self.settings.gemini.max_output_tokens}
-            self.store.record_batch_request(key, model, request, self.clock())
+            self.store.record_batch_request(key, model, request, self.clock(), item_key=_item.get())
             raise Deferred(key)
         if row["state"] in ("pending", "submitted"):
             raise Deferred(key)

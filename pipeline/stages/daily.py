@@ -6,7 +6,7 @@ import bisect
 import dataclasses
 import datetime as dt
 
-from ..calendar import day_bounds
+from ..calendar import daily_item_key, day_bounds
 from ..hashing import input_hash
 from ..memory.requests import parse as parse_request
 from ..summarize.base import ChatLine, PartitionDay
@@ -188,7 +188,7 @@ async def run_daily(ctx: RunContext, partition: str, guild_id: int | None, day: 
         return ItemStatus.WAITING if may_wait and _fold_waits(ctx, pd, row) else None
 
     status = await refresh_item(ctx, Item(
-        key=f"daily:{partition}:{day.isoformat()}", input_hash=key,
+        key=daily_item_key(partition, day), input_hash=key,
         stored=reread() if stored is _UNKNOWN else stored, reread=reread, compute=compute, plan=plan,
         settled=waits), wait=wait)
     if status is ItemStatus.BUSY:

@@ -99,7 +99,7 @@ async def refresh_item(ctx: RunContext, item: Item, *, wait: bool = True) -> Ite
         if (status := verdict(existing)) is not None or (status := reuse()) is not None:
             return status
         try:
-            with item_requests() as batch_used:
+            with item_requests(item.key) as batch_used:
                 await item.compute(existing)
         except Deferred:
             ctx.stats.deferred += 1

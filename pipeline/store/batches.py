@@ -27,22 +27,13 @@ FINISHED_REQUEST_STATES = ("answered", "failed")
 
 class BatchStorage(Protocol):
     def batch_request(self, key: str) -> dict | None: ...
-    def record_batch_request(self, key: str, model: str, request: dict, now: dt.datetime) -> None: ...
+    def record_batch_request(self, key: str, model: str, request: dict, now: dt.datetime, *,
+                             item_key: str | None = None) -> None: ...
     def pending_batch_requests(self) -> list[dict]: ...
     def record_batch_job(self, job: dict, keys: list[str], now: dt.datetime) -> int: ...
     def batch_jobs(self, states: Iterable[str] | None = None) -> list[dict]: ...
     def batch_job_keys(self, name: str) -> list[str]: ...
     def store_batch_answers(self, name: str, answers: list[dict], now: dt.datetime) -> int: ...
-    def keep_interactive_answer(self, key: str, answer: str, prompt_tokens: int, output_tokens: int,
-                                now: dt.datetime) -> int:
-        """The interactive answer of a request whose job failed or whose batch answer was unusable,
-        kept with it: the item's next round (if it waits for another answer) uses it, not the API."""
-        with self.writing("keeping an interactive answer") as conn:
-            return conn.execute(sa.update(llm_batch_requests).where(
-                R.request_key == key, R.state.in_(FINISHED_REQUEST_STATES)).values(
-                state="answered", answer=answer, answer_error=None, answered_by="interactive",
-                prompt_tokens=prompt_tokens, output_tokens=output_tokens, updated_at=now)).rowcount
-
     def fail_batch_job(self, name: str, state: str, error: str, now: dt.datetime) -> int: ...
     def keep_interactive_answer(self, key: str, answer: str, prompt_tokens: int, output_tokens: int,
                                 now: dt.datetime) -> int: ...
@@ -50,7 +41,7 @@ class BatchStorage(Protocol):
     def mark_batch_rerun(self, names: Iterable[str], now: dt.datetime) -> None: ...
     def use_batch_requests(self, keys: Iterable[str], now: dt.datetime) -> int: ...
     def delete_used_batch_requests(self) -> int: ...
-    def drop_batch_requests(self, *, conn: Connection | None = None) -> int: ...
+    def drop_batch_requests(self, *, item_keys: Iterable[str] | None = None, conn: Connection | None = None) -> int: ...
     def prune_batches(self, before: dt.datetime) -> int: ...
 
 
@@ -69,12 +60,15 @@ class BatchStore:
         found = self.rows("reading a batch request", sa.select(llm_batch_requests).where(R.request_key == key))
         return found[0] if found else None
 
-    def record_batch_request(self, key: str, model: str, request: dict, now: dt.datetime) -> None:
-        """A request a run wants answered by the next job (once: another process may record it too)."""
+    def record_batch_request(self, key: str, model: str, request: dict, now: dt.datetime, *,
+                             item_key: str | None = None) -> None:
+        """A request a run wants answered by the next job (once: another process may record it too),
+        marked with the item that asks (`drop_batch_requests(item_keys=…)`)."""
         with self.writing("recording a batch request") as conn:
             insert = insert_for(conn)
             conn.execute(insert(llm_batch_requests).values(
                 request_key=key, model=model, request=request, state="pending", created_at=now, updated_at=now,
+                item_key=item_key,
             ).on_conflict_do_nothing(index_elements=["request_key"]))
 
     def pending_batch_requests(self) -> list[dict]:
@@ -164,11 +158,16 @@ class BatchStore:
         with self.writing("deleting used batch requests") as conn:
             return conn.execute(sa.delete(llm_batch_requests).where(R.used_at.is_not(None))).rowcount
 
-    def drop_batch_requests(self, *, conn: Connection | None = None) -> int:
-        """Every request and answer not yet used (privacy: user erase, clear and forget). They are
-        recomputed: a run records what it still needs; answers of a job still running are dropped."""
+    def drop_batch_requests(self, *, item_keys: Iterable[str] | None = None, conn: Connection | None = None) -> int:
+        """Requests and answers not yet used, which quote chat text and summaries (privacy): every
+        one (user erase, clear and forget), or those the items `item_keys` recorded (a message
+        deletion: its partition-days' daily requests). They are recomputed: a run records what it
+        still needs; answers of a job still running are dropped."""
         with self._batch_conn("dropping batch requests", conn) as cx:
-            return cx.execute(sa.delete(llm_batch_requests)).rowcount
+            if item_keys is None:
+                return cx.execute(sa.delete(llm_batch_requests)).rowcount
+            return sum(cx.execute(sa.delete(llm_batch_requests).where(R.item_key.in_(part))).rowcount
+                       for part in chunks(sorted(set(item_keys))))
 
     def prune_batches(self, before: dt.datetime) -> int:
         """Answers and failures nobody used since `before`, and jobs finished before it."""

@@ -16,6 +16,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from ..calendar import daily_item_key
 from ..errors import ConfigError
 from ..hashing import input_hash
 
@@ -53,7 +54,7 @@ def daily_jobs(work: Iterable[tuple[str, int | None, dt.date]], *, force: bool,
             item["may_wait"] = True
         if (partition, day) in queued:
             item |= {"queued_at": queued[(partition, day)].isoformat(), "day1": day1[partition].isoformat()}
-        out.append(JobSpec(DAILY, f"daily:{partition}:{day.isoformat()}", item,
+        out.append(JobSpec(DAILY, daily_item_key(partition, day), item,
                            f"partition-day {partition} {day.isoformat()}"))
     return out
 

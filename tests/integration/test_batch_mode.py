@@ -271,8 +271,12 @@ def test_a_deleted_message_leaves_nothing_in_the_batch_tables(store, settings, s
     ingest_messages(store, [_msg(99, GENERAL, BO, "ZQXDELETEDCANARY is my new server password hint.", 4, 23, "Bo")], s)
     night(store, s)  # submitted: a prompt quotes the message
     assert "llm_batch_requests" in tokens_in_tables(store.engine, re.compile(r"ZQXDELETEDCANARY"))
+    before = {r["request_key"]: r["item_key"] for r in batch_rows(store)["llm_batch_requests"]}
     delete_messages(store, [(GENERAL, 1190000000000095099)], s)
     assert tokens_in_tables(store.engine, re.compile(r"ZQXDELETEDCANARY")) == {}
+    # only that partition-day's requests went: the rest of the night's batch stays where it was
+    after = {r["request_key"]: r["item_key"] for r in batch_rows(store)["llm_batch_requests"]}
+    assert after == {k: v for k, v in before.items() if v != f"daily:guild:{G}:2026-11-04"} and after
     finish_the_night(store, s, server)  # asked again without it
     assert tokens_in_tables(store.engine, re.compile(r"ZQXDELETEDCANARY")) == {}
 
