@@ -120,20 +120,33 @@ def test_three_processes_on_one_key_share_one_quota_and_use_it(pg_db_url, limite
     config = _prepare(pg_db_url, tmp_path, server, shared=True)
     _three_replays(pg_db_url, config)
 
+    calls = _within_the_limit_and_used(server)
+    spans = [[r.time for r in calls if f"Member{g}" in r.prompt_text] for g in range(len(GUILDS))]
+    assert max(min(s) for s in spans) < min(max(s) for s in spans)  # the three really ran at once
+    assert _runs_and_slots_in_flight(pg_db_url)[1] == 0  # each process wrote its last releases before it exited
+
+
+def _within_the_limit_and_used(server) -> list:
+    """The server's requests, checked: never over the limit (no 429 at all), ≥ 0.9 of it used
+    over the whole busy period (stage barriers included)."""
     calls = server.calls()
     refused = [r for r in calls if r.outcome == "rate_limited_rpm"]
     busiest = server.max_requests_in_window(WINDOW_S)
     share = _share_used([r.time for r in calls])
     seen = f"{len(calls)} requests, busiest window {busiest}/{RPM}, share used {share:.2f}"
-    assert not refused and busiest <= RPM, seen  # never over the limit: no 429 at all
+    assert not refused and busiest <= RPM, seen
     assert share >= 0.9, seen
-    spans = [[r.time for r in calls if f"Member{g}" in r.prompt_text] for g in range(len(GUILDS))]
-    assert max(min(s) for s in spans) < min(max(s) for s in spans)  # the three really ran at once
-    engine = sa.create_engine(pg_db_url)
+    return calls
+
+
+def _runs_and_slots_in_flight(db_url) -> tuple[list[str], int]:
+    """The runs' statuses and the quota slots still marked in flight (none once every process ended)."""
+    engine = sa.create_engine(db_url)
     with engine.connect() as conn:
         in_flight = conn.execute(sa.text("SELECT count(*) FROM llm_quota_slots WHERE held_until IS NULL")).scalar_one()
+        status = conn.execute(sa.text("SELECT status FROM pipeline_runs ORDER BY id")).scalars().all()
     engine.dispose()
-    assert in_flight == 0  # each process wrote its last releases before it exited
+    return status, in_flight
 
 
 def _ready_workers(db_url, config, tmp_path, n: int) -> list:
@@ -160,21 +173,9 @@ def test_three_workers_on_one_key_share_one_quota_and_use_it(pg_db_url, limited_
     logs = [(tmp_path / f"worker{i}.log").read_text(encoding="utf-8") for i in range(3)]
     assert codes == [0, 0, 0], logs
 
-    calls = server.calls()
-    refused = [r for r in calls if r.outcome == "rate_limited_rpm"]
-    busiest = server.max_requests_in_window(WINDOW_S)
-    # over the whole night, stage barriers included (a stage's items wait for the one before)
-    share = _share_used([r.time for r in calls])
-    seen = f"{len(calls)} requests, busiest window {busiest}/{RPM}, share used {share:.2f}"
-    assert not refused and busiest <= RPM, seen  # never over the limit: no 429 at all
-    assert share >= 0.9, seen
+    _within_the_limit_and_used(server)
     assert sum(1 for log in logs if " done in " in log) >= 2, logs  # more than one worker took items
-    engine = sa.create_engine(pg_db_url)
-    with engine.connect() as conn:
-        in_flight = conn.execute(sa.text("SELECT count(*) FROM llm_quota_slots WHERE held_until IS NULL")).scalar_one()
-        status = conn.execute(sa.text("SELECT status FROM pipeline_runs")).scalars().all()
-    engine.dispose()
-    assert in_flight == 0 and status == ["ok"]
+    assert _runs_and_slots_in_flight(pg_db_url) == (["ok"], 0)
 
 
 def test_without_shared_quota_three_processes_exceed_the_limit(pg_db_url, limited_gemini, tmp_path):

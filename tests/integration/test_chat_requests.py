@@ -122,18 +122,23 @@ def _sources(row) -> list:
     return row["sources"] if isinstance(row["sources"], list) else json.loads(row["sources"])
 
 
-def _check_requests_applied(store, settings, first_run: dict) -> None:
+def _remembered_and_forgotten(store, guild: int) -> None:
+    """Tomás's "remember that I'm vegetarian" in the group is his one guild_public fact there and in
+    his profile; the DM's hospital is in no row but the chat itself and what he forgot."""
     tomas = _facts(store, TOMAS)
     veg = [f for f in tomas if "vegetarian" in f["text"].lower()]
     assert len(veg) == 1, tomas  # the request's fact, not also an extracted one
-    assert veg[0]["level"] == "guild_public" and veg[0]["partition"] == f"guild:{G}"
+    assert veg[0]["level"] == "guild_public" and veg[0]["partition"] == f"guild:{guild}"
     assert veg[0]["confidence"] == 1.0 and _sources(veg[0]) == ["chat"]
     with store.engine.connect() as conn:
         profile = conn.execute(sa.text("SELECT profile FROM memory_profiles WHERE scope = :s AND user_id = :u"),
-                               {"s": f"guild:{G}", "u": TOMAS}).scalar_one()
+                               {"s": f"guild:{guild}", "u": TOMAS}).scalar_one()
     assert "vegetarian" in profile.lower()
-    # nothing about the hospital left, anywhere but the chat itself and what Tomás forgot
     assert set(tokens_in_tables(store.engine, HOSPITAL)) == {"chat_history", "forgotten_facts"}
+
+
+def _check_requests_applied(store, settings) -> None:
+    _remembered_and_forgotten(store, G)
     # Bob's request about Ana changed nothing of hers, and was refused and counted
     assert not any("peanut" in f["text"].lower() for f in _facts(store, ANA) + _facts(store, BOB))
     runs = store.runs(10)
@@ -152,14 +157,14 @@ def _check_requests_applied(store, settings, first_run: dict) -> None:
 def test_requests_in_one_run(store, settings, run):
     ingest_messages(store, DAY_3 + DAY_4, settings)
     first = run("2026-11-03", "2026-11-04")
-    _check_requests_applied(store, settings, first)
+    _check_requests_applied(store, settings)
     assert "chat requests: remembered 1, forgotten 1, refused 1 (other_person 1)" in table_line(first | {"duration_s": 1})
     # replayed unchanged: nothing applied twice, no model call, the same rows
     facts, audit = _facts(store, TOMAS), user_audit(store, settings, TOMAS, requested_by=TOMAS)
     again = run("2026-11-03", "2026-11-04")
     assert again["llm_calls"] == 0 and again["requests_remembered"] == again["requests_forgotten"] == 0
     assert _facts(store, TOMAS) == facts and user_audit(store, settings, TOMAS, requested_by=TOMAS) == audit
-    _check_requests_applied(store, settings, first)
+    _check_requests_applied(store, settings)
 
 
 def test_forget_on_a_later_day_removes_the_earlier_fact(store, settings, run):
@@ -170,7 +175,7 @@ def test_forget_on_a_later_day_removes_the_earlier_fact(store, settings, run):
     ingest_messages(store, DAY_4, settings)
     run("2026-11-03", "2026-11-04")
     assert not any(f["level"] == "dm" and HOSPITAL.search(f["text"]) for f in _facts(store, TOMAS))
-    _check_requests_applied(store, settings, None)
+    _check_requests_applied(store, settings)
     again = run("2026-11-03", "2026-11-04")
     assert again["llm_calls"] == 0 and again["requests_forgotten"] == 0
 
@@ -187,17 +192,7 @@ def test_requests_in_the_telegram_exports(store, settings, run):
     report = import_files(store, sorted(TELEGRAM.glob("*.json")), settings, fmt="telegram", bot_user_ids={BOT})
     assert report.skipped_by["bot's own message"] == 1  # MemoBot's reply is not chat
     first = run("2026-11-02", "2026-11-03")
-    tomas = _facts(store, TOMAS)
-    veg = [f for f in tomas if "vegetarian" in f["text"].lower()]
-    assert len(veg) == 1, tomas
-    assert veg[0]["level"] == "guild_public" and veg[0]["partition"] == f"guild:{TG_GROUP}"
-    assert veg[0]["confidence"] == 1.0 and _sources(veg[0]) == ["chat"]
-    with store.engine.connect() as conn:
-        profile = conn.execute(sa.text("SELECT profile FROM memory_profiles WHERE scope = :s AND user_id = :u"),
-                               {"s": f"guild:{TG_GROUP}", "u": TOMAS}).scalar_one()
-    assert "vegetarian" in profile.lower()
-    # the DM's hospital: in no row but the chat itself and what Tomás forgot
-    assert set(tokens_in_tables(store.engine, HOSPITAL)) == {"chat_history", "forgotten_facts"}
+    _remembered_and_forgotten(store, TG_GROUP)
     assert first["requests_remembered"] == 1 and first["requests_forgotten"] == 1
     again = run("2026-11-02", "2026-11-03")
     assert again["llm_calls"] == 0 and again["requests_remembered"] == again["requests_forgotten"] == 0
