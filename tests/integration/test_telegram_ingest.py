@@ -101,7 +101,8 @@ def test_a_full_account_export_is_the_same_as_its_chats(store, settings, tmp_pat
     assert len(_history(store)) == 9
 
 
-def test_a_malformed_export_is_a_located_error_and_writes_nothing(store, settings, tmp_path):
+def test_a_malformed_export_is_a_located_error_and_writes_nothing(store, settings, tmp_path, monkeypatch):
+    monkeypatch.setattr("pipeline.ingest.importer.BATCH_SIZE", 2)  # batches are written before the bad message
     doc = _load(GROUP)
     del doc["messages"][8]["date_unixtime"]  # message 9
     bad = _write(tmp_path / "result.json", doc)
