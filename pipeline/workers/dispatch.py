@@ -209,10 +209,32 @@ class Dispatcher:
         for job in stalled:
             try:
                 await queue.job_manager.retry_job(job)
-            except exceptions.ConnectorException:  # another run put it back first
+            except exceptions.UniqueViolation:
+                await self._end_stalled(queue, job)
+                continue
+            except exceptions.ConnectorException as exc:  # another run put it back first, or the database
+                log.warning("job %s (%s): could not put it back in the queue: %s", job.id, job.lock,
+                            exc.__cause__ or exc)
                 continue
             log.warning("job %s (%s): its worker %s is silent for %.0f s or more: back in the queue for another "
                         "worker", job.id, job.lock, job.worker_id, self.workers.stalled_s)
+
+    async def _end_stalled(self, queue, job) -> None:
+        """A stalled job whose twin (same queueing lock: the same item with the same inputs,
+        deferred by another run while this one was `doing`) waits in `todo`: procrastinate's
+        queueing-lock index allows one `todo` job, so it cannot go back; and the twin cannot start
+        while it holds the item's lock. The twin does the item: the stalled job ends `aborted`,
+        and every run waiting on it defers again, which finds the twin (`_defer_one`)."""
+        from procrastinate import exceptions
+        from procrastinate.jobs import Status
+
+        try:
+            await queue.job_manager.finish_job_by_id_async(job.id, status=Status.ABORTED, delete_job=False)
+        except exceptions.ConnectorException as exc:  # another run ended it first, or the database
+            log.warning("job %s (%s): could not end it: %s", job.id, job.lock, exc.__cause__ or exc)
+            return
+        log.warning("job %s (%s): its worker %s is silent for %.0f s or more and a twin job waits for the item: "
+                    "aborted, the twin does it", job.id, job.lock, job.worker_id, self.workers.stalled_s)
 
     async def _cancel(self, waiting: dict[int, tuple[JobSpec, bool]]) -> None:
         """The run failed or is cancelled: its jobs not yet started are cancelled (best effort)."""
