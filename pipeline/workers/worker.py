@@ -5,7 +5,7 @@ It records a heartbeat every `workers.heartbeat_s`; a worker silent for `workers
 dead to the runs waiting for its jobs, which put them back in the queue for another worker (a
 job runs again from the start: what it wrote is fresh by its input hash, so only the item in
 flight when it died is computed again). A stop (`stop` set: SIGTERM, SIGINT) takes no new job
-and lets the running ones finish.
+and lets the running ones finish, heartbeating until they did (`_keep_beating`).
 """
 
 from __future__ import annotations
@@ -60,6 +60,24 @@ class WorkerRuntime:
                 log.exception("closing the summarizer failed")
 
 
+async def _keep_beating(queue, worker, interval: float) -> None:
+    """The heartbeat while a stopping worker finishes its running jobs: procrastinate's worker
+    cancels its own heartbeat before it waits for them (`Worker._shutdown`), and a job running
+    longer than `workers.stalled_s` would be seen stalled and run again by another worker while
+    this one still runs it. Ends when the worker unregistered (its id is None)."""
+    from procrastinate import exceptions
+
+    while True:
+        await asyncio.sleep(interval)
+        if worker.worker_id is None:
+            return
+        try:
+            await queue.job_manager.update_heartbeat(worker.worker_id)
+        except exceptions.ConnectorException as exc:
+            log.warning("worker %s: could not record its heartbeat while stopping: %s", worker.worker_name,
+                        exc.__cause__ or exc)
+
+
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
@@ -96,7 +114,12 @@ async def work(settings: Settings, *, concurrency: int, stop: asyncio.Event, unt
                 stopping.cancel()
                 if not running.done():
                     worker.stop()  # no new job; the running ones finish
-                    await running
+                    beating = asyncio.ensure_future(_keep_beating(queue, worker, w.heartbeat_s))
+                    try:
+                        await running
+                    finally:
+                        beating.cancel()
+                        await asyncio.gather(beating, return_exceptions=True)
             running.result()
             if not stop.is_set() and not until_empty:
                 raise StoreError(f"the worker stopped on its own: its connection to {app.store.safe_url} failed "

@@ -7,11 +7,15 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 
-import pytest
 import sqlalchemy as sa
 
 from pipeline.ingest import import_files
 from pipeline.runner import execute
+from pipeline.summarize import ExtractiveSummarizer
+from pipeline.testing import RecordingSummarizer
+from pipeline.workers.jobs import daily_jobs
+from pipeline.workers.queue import opened, queue_app
+from pipeline.workers.worker import work
 from tests.conftest import SAMPLE
 from tests.helpers import make_context
 from tests.integration.test_worker_runs import NOW, _with_worker, pg  # noqa: F401 (pg: the fixture)
@@ -60,3 +64,55 @@ def test_a_stalled_job_whose_twin_waits_is_ended_and_the_twin_does_the_item(pg):
     assert result.status == "ok"
     assert store.runs(1)[0]["partition_days"] == 14
     assert _sql(store, "SELECT id, status::text FROM procrastinate_jobs") == [(job, "aborted")]  # the twin succeeded
+
+
+class _Slow(RecordingSummarizer):
+    """Takes `seconds` over each partition-day: a job longer than workers.stalled_s."""
+
+    def __init__(self, settings, seconds: float):
+        super().__init__(ExtractiveSummarizer(settings.summary))
+        self.seconds, self.done = seconds, 0
+
+    async def daily(self, pd):
+        await asyncio.sleep(self.seconds)
+        self.done += 1
+        return await self.inner.daily(pd)
+
+
+def test_a_stopping_worker_keeps_its_heartbeat_until_its_running_job_is_done(pg):
+    """procrastinate's worker stops heartbeating before it waits for its running jobs: without
+    mempipe's own heartbeat meanwhile, a job longer than stalled_s would be listed stalled (and a
+    waiting run would hand it to another worker while this one still runs it)."""
+    store, base = pg
+    s = base.model_copy(deep=True)
+    s.workers = s.workers.model_copy(update={"heartbeat_s": 0.2, "stalled_s": 1.0})
+    import_files(store, [str(SAMPLE)], s)
+    partition, guild, ts = _sql(store, "SELECT partition, guild_id, min(ts) FROM chat_history "
+                                       "GROUP BY partition, guild_id ORDER BY partition LIMIT 1")[0]
+    [spec] = daily_jobs([(partition, guild, ts.date())], force=False, queued={}, day1={})
+    slow = _Slow(s, seconds=3 * s.workers.stalled_s)
+
+    async def go():
+        queue = queue_app(store.engine.url)
+        async with opened(queue):
+            job = await queue.job_manager.defer_job_async(queue.configure_task(
+                spec.task, lock=spec.key, queueing_lock=spec.queueing_lock, queue=s.workers.queue,
+            ).make_new_job(**spec.kwargs({"id": 0, "kind": "run"})))  # no run row: counts go nowhere
+            stop = asyncio.Event()
+            worker = asyncio.ensure_future(work(s, concurrency=1, stop=stop, summarizer=slow))
+            for _ in range(int(DEADLINE_S / 0.05)):
+                if _sql(store, "SELECT status::text FROM procrastinate_jobs WHERE id = :id", id=job.id) == [("doing",)]:
+                    break
+                await asyncio.sleep(0.05)
+            stop.set()  # as SIGTERM does (pipeline/cli/worker.py)
+            stalled = set()
+            while not worker.done():
+                stalled |= {j.id for j in await queue.job_manager.get_stalled_jobs(
+                    queue=s.workers.queue, seconds_since_heartbeat=s.workers.stalled_s)}
+                await asyncio.sleep(0.1)
+            await worker
+        return job.id, stalled
+
+    job, stalled = asyncio.run(go())
+    assert slow.done == 1 and stalled == set()
+    assert _sql(store, "SELECT id FROM procrastinate_jobs WHERE id = :id", id=job) == []  # succeeded, deleted
