@@ -13,7 +13,8 @@ from .errors import IdError
 MAX_ID = 2**63 - 1
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any) -> str:
+    """A value as an error message quotes it: its repr, cut to 40 characters."""
     text = repr(value)
     return text if len(text) <= 40 else text[:39] + "…"
 
@@ -24,7 +25,7 @@ def parse_id(value: Any, what: str = "id") -> int:
     if isinstance(value, str):
         # ASCII digits only: str.isdigit() alone also accepts "²" and "١٢", int() also " 1", "+1", "1_0"
         if not (value.isascii() and value.isdigit()):
-            raise IdError(f"{what} not an integer: {_shown(value)}")
+            raise IdError(f"{what} not an integer: {shown(value)}")
         # more digits than 2**63-1 has: too large, without converting (int() refuses > 4300 digits)
         number = int(value) if len(value) <= 19 or len(value.lstrip("0")) <= 19 else MAX_ID + 1
         if number <= MAX_ID:  # the common case (a snowflake has 19 digits); digits are never negative
@@ -32,14 +33,14 @@ def parse_id(value: Any, what: str = "id") -> int:
     elif type(value) is int:
         number = value
     elif isinstance(value, (bool, float)):
-        raise IdError(f"{what} not an integer: {_shown(value)}")
+        raise IdError(f"{what} not an integer: {shown(value)}")
     else:
         try:
             number = operator.index(value)
         except TypeError:
-            raise IdError(f"{what} not an integer: {_shown(value)}") from None
+            raise IdError(f"{what} not an integer: {shown(value)}") from None
     if number < 0:
-        raise IdError(f"{what} not an integer: {_shown(value)} is negative")
+        raise IdError(f"{what} not an integer: {shown(value)} is negative")
     if number > MAX_ID:
-        raise IdError(f"{what} not an integer: {_shown(value)} is larger than 2**63-1")
+        raise IdError(f"{what} not an integer: {shown(value)} is larger than 2**63-1")
     return number

@@ -24,7 +24,7 @@ from ..calendar import parse_scope
 from ..clock import system_clock
 from ..config import load_settings
 from ..errors import IdError, MempipeError
-from ..ids import parse_id
+from ..ids import parse_id, shown
 from ..logs import FORMATS, configure_logging
 from ..store import Store
 
@@ -44,8 +44,7 @@ class _Id(click.ParamType):
         except IdError as exc:
             if self.what is None:
                 self.fail(str(exc), param, ctx)
-            shown = value if len(str(value)) <= 40 else str(value)[:39] + "…"
-            self.fail(f"{shown!r} is not a {self.what}: a platform id is a string of digits "
+            self.fail(f"{shown(value)} is not a {self.what}: a platform id is a string of digits "
                       f"(at most 2**63-1), e.g. 1150000000000000001", param, ctx)
 
 

@@ -26,7 +26,7 @@ from typing import Any, Iterator
 
 from ..errors import InputError
 from .jsondoc import load_json
-from .model import EMPTY, Skipped, parse_id
+from .model import BOT_AUTHOR, EMPTY, Skipped, kind_of, located_id, message_where
 
 DM_TYPES = {"DirectTextChat": False, "DirectGroupTextChat": True}  # type -> is_group
 PRIVATE_TYPES = {"GuildPrivateThread"}
@@ -34,7 +34,7 @@ MESSAGE_TYPES = {"Default", "Reply"}
 GUILD_VISIBILITIES = (None, "public", "restricted")
 
 
-SYSTEM, BOT = Skipped("system message"), Skipped("bot author")
+SYSTEM, BOT = Skipped("system message"), BOT_AUTHOR
 __all__ = ["BOT", "EMPTY", "SYSTEM", "Skipped", "discord_rows", "read_discord"]
 
 
@@ -66,12 +66,12 @@ def _rows(doc: dict[str, Any], source: str, visibility: str | None, include_bots
         raise InputError(source, "top level", "not a DiscordChatExporter JSON export: no messages array")
 
     channel_type = _field(channel, "type", source, "channel")
-    channel_id = _checked_id(_field(channel, "id", source, "channel"), source, "channel", "id")
+    channel_id = located_id(_field(channel, "id", source, "channel"), source, "channel", "id")
     channel_name = channel.get("name")
     if channel_type in DM_TYPES:
         vis, guild_id, is_group = "dm", None, DM_TYPES[channel_type]
     else:
-        guild_id = _checked_id(_field(guild, "id", source, "guild"), source, "guild", "id")
+        guild_id = located_id(_field(guild, "id", source, "guild"), source, "guild", "id")
         if guild_id == 0:
             raise InputError(source, "guild", f"guild id 0 is for direct messages, but the channel type is {channel_type}")
         if channel_type in PRIVATE_TYPES:
@@ -82,9 +82,9 @@ def _rows(doc: dict[str, Any], source: str, visibility: str | None, include_bots
 
     for index, msg in enumerate(messages):
         if not isinstance(msg, dict):
-            raise InputError(source, f"messages[{index}]", "expected a message object")
+            raise InputError(source, f"messages[{index}]", f"expected a message object, got {kind_of(msg)}")
         raw_id = msg.get("id")
-        where = f"message {raw_id}" if isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool) else f"messages[{index}]"
+        where = message_where(raw_id, index)
         if raw_id is None:
             raise InputError(source, where, "missing field id")
 
@@ -131,7 +131,7 @@ def _rows(doc: dict[str, Any], source: str, visibility: str | None, include_bots
 def _text(msg: dict[str, Any], source: str, where: str) -> str:
     content = msg.get("content") or ""
     if not isinstance(content, str):
-        raise InputError(source, where, f"content: expected text, got {type(content).__name__}")
+        raise InputError(source, where, f"content: expected text, got {kind_of(content)}")
     markers = []
     for att in msg.get("attachments") or ():
         if isinstance(att, dict):
@@ -159,9 +159,3 @@ def _field(obj: dict[str, Any], key: str, source: str, where: str, prefix: str =
         raise InputError(source, where, f"missing field {prefix}{key}")
     return value
 
-
-def _checked_id(value: Any, source: str, where: str, key: str) -> int:
-    try:
-        return parse_id(value)
-    except ValueError as exc:
-        raise InputError(source, where, f"{key}: {exc}") from None

@@ -21,7 +21,8 @@ from typing import Any, Literal
 import msgspec
 
 from ..calendar import VISIBILITIES
-from ..ids import MAX_ID, parse_id  # noqa: F401  (re-exported: the importers use them from here)
+from ..errors import IdError, InputError
+from ..ids import MAX_ID, parse_id, shown  # noqa: F401  (re-exported: the importers use them from here)
 
 UTC = dt.timezone.utc
 _TS_EXAMPLE = "2026-11-02T18:22:10+00:00"
@@ -72,6 +73,7 @@ class Skipped(str):
 
 
 EMPTY = Skipped("empty")  # no text left (every importer; the writer counts it too)
+BOT_AUTHOR = Skipped("bot author")  # written by a bot account (Discord's isBot; a Telegram bot_chat's bot)
 
 
 class RowError(ValueError):
@@ -266,3 +268,19 @@ def kind_of(value: Any) -> str:
     """A JSON value's kind, as an error message names it ("an array")."""
     return {list: "an array", dict: "an object", str: "a string", bool: "a boolean", type(None): "null"}.get(
         type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__)
+
+
+def located_id(value: Any, source: str, where: str, key: str) -> int:
+    """An id of an export (parse_id), its error an InputError naming the file, the place and the key."""
+    try:
+        return parse_id(value)
+    except IdError as exc:
+        raise InputError(source, where, f"{key}: {exc}") from None
+
+
+def message_where(raw_id: Any, index: int, prefix: str = "") -> str:
+    """Where a message of an export is, for its errors: "message <id>" when the id is one to show
+    (an int, or text of at most 24 characters), else its place in the array, "messages[<index>]"."""
+    if type(raw_id) is int or (isinstance(raw_id, str) and len(raw_id) <= 24):
+        return f"{prefix}message {raw_id}"
+    return f"{prefix}messages[{index}]"

@@ -45,9 +45,9 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from ..errors import IdError, InputError
+from ..errors import InputError
 from .jsondoc import load_json
-from .model import EMPTY, TS_MAX, TS_MIN, Skipped, kind_of, parse_id
+from .model import BOT_AUTHOR, EMPTY, TS_MAX, TS_MIN, Skipped, kind_of, located_id, message_where, parse_id, shown
 
 GROUP_TYPES = {"private_group", "private_supergroup", "public_supergroup"}
 CHANNEL_TYPES = {"private_channel", "public_channel"}
@@ -62,7 +62,7 @@ OTHER_MEDIA = (("contact_information", "contact"), ("location_information", "loc
                ("game_title", "game"), ("invoice_information", "invoice"))
 
 SERVICE, UNSUPPORTED = Skipped("service message"), Skipped("unsupported message")
-OWN, BOT = Skipped("bot's own message"), Skipped("bot author")
+OWN, BOT = Skipped("bot's own message"), BOT_AUTHOR
 FORWARDED, AS_CHANNEL = Skipped("forwarded"), Skipped("sent as a channel")
 CHANNEL, SAVED, OTHER_CHAT = Skipped("channel"), Skipped("saved messages"), Skipped("unsupported chat")
 
@@ -139,7 +139,7 @@ def _chat_rows(chat: Any, label: str, source: str, options: TelegramOptions, see
         if key not in chat:
             raise InputError(source, label, f"missing field {key} (the chat's {key})")
     chat_type = chat["type"]  # null: a kind Telegram Desktop could not name
-    chat_id = _id(chat["id"], source, label, "id")
+    chat_id = located_id(chat["id"], source, label, "id")
     where_chat = f"chat {chat_id}"
     messages = chat.get("messages")
     if not isinstance(messages, list):
@@ -156,7 +156,7 @@ def _chat_rows(chat: Any, label: str, source: str, options: TelegramOptions, see
         skip = CHANNEL if chat_type in CHANNEL_TYPES else SAVED if chat_type == "saved_messages" else OTHER_CHAT
     if skip is not None:  # a whole chat left out: nothing of it is read further
         for index, msg in enumerate(messages):
-            yield _where(where_chat, msg, index), skip
+            yield message_where(msg.get("id") if isinstance(msg, dict) else None, index, f"{where_chat} "), skip
         return
     if chat_id in seen:
         raise InputError(source, label, f"chat {chat_id} is listed twice in this export (also at {seen[chat_id]}): "
@@ -166,7 +166,7 @@ def _chat_rows(chat: Any, label: str, source: str, options: TelegramOptions, see
     name = chat.get("name") if channel_id == chat_id else None  # a DM keyed by the member: not the bot's name
     peer_bot = chat_type == "bot_chat" and not options.include_bots
     for index, msg in enumerate(messages):
-        where = _where(where_chat, msg, index)
+        where = message_where(msg.get("id") if isinstance(msg, dict) else None, index, f"{where_chat} ")
         if not isinstance(msg, dict):
             raise InputError(source, where, f"expected a message object, got {kind_of(msg)}")
         if "id" not in msg:
@@ -217,25 +217,11 @@ def _dm_key(chat_id: int, messages: list, source: str, where: str, bots: frozens
     return members.pop() if members else chat_id
 
 
-def _where(where_chat: str, msg: Any, index: int) -> str:
-    raw = msg.get("id") if isinstance(msg, dict) else None
-    if type(raw) is int or (isinstance(raw, str) and len(raw) <= 24):
-        return f"{where_chat} message {raw}"
-    return f"{where_chat} messages[{index}]"
-
-
-def _id(value: Any, source: str, where: str, key: str) -> int:
-    try:
-        return parse_id(value)
-    except IdError as exc:
-        raise InputError(source, where, f"{key}: {exc}") from None
-
-
 def _message_id(value: Any, source: str, where: str, key: str) -> int:
     """A message id of the chat; a migrated basic group's (below zero) moved above the int32 ids."""
     if type(value) is int and -(2**31) <= value < 0:
         return MIGRATED_SHIFT + value
-    return _id(value, source, where, key)
+    return located_id(value, source, where, key)
 
 
 def _peer(value: Any, source: str, where: str, key: str) -> tuple[str, int]:
@@ -245,8 +231,8 @@ def _peer(value: Any, source: str, where: str, key: str) -> tuple[str, int]:
         if value is None:
             raise InputError(source, where, f"missing field {key}")
         raise InputError(source, where, f'{key}: expected "user" followed by the user id (or channel…, chat…), '
-                                        f"got {_shown(value)}")
-    return match[1], _id(match[2], source, where, key)
+                                        f"got {shown(value)}")
+    return match[1], located_id(match[2], source, where, key)
 
 
 def _time(msg: dict, key: str, source: str, where: str) -> dt.datetime:
@@ -260,7 +246,7 @@ def _time(msg: dict, key: str, source: str, where: str) -> dt.datetime:
     elif type(value) is int:
         seconds = value
     else:
-        raise InputError(source, where, f"{key}: expected seconds since 1970 as digits, got {_shown(value)}")
+        raise InputError(source, where, f"{key}: expected seconds since 1970 as digits, got {shown(value)}")
     try:
         ts = TS_MIN + dt.timedelta(seconds=seconds)
     except OverflowError:
@@ -351,7 +337,3 @@ def _media(msg: dict) -> str | None:
         return "poll"
     return next((label for key, label in OTHER_MEDIA if key in msg), None)
 
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:39] + "…"

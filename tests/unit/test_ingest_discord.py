@@ -173,3 +173,28 @@ def test_not_an_export(tmp_path):
     path.write_text("[1, 2]", encoding="utf-8")
     with pytest.raises(InputError, match="not a DiscordChatExporter JSON export"):
         list(read_discord(path))
+
+
+def test_errors_name_json_kinds_and_long_ids_by_place_like_telegrams(tmp_path):
+    """One rule for both importers (pipeline/ingest/model.py): a value's JSON kind, and a message
+    placed by its index when its id is too long to quote."""
+    from pipeline.ingest import discord, telegram
+
+    assert discord.BOT is telegram.BOT  # one "bot author" reason
+    with pytest.raises(InputError) as err:
+        list(read_discord(_export(tmp_path, content=5)))
+    assert (err.value.where, err.value.what) == ("message 1190000000000000900", "content: expected text, got a number")
+    with pytest.raises(InputError) as err:
+        list(read_discord(_export(tmp_path, id="9" * 30, author=None)))
+    assert (err.value.where, err.value.what) == ("messages[0]", "missing field author")
+    with pytest.raises(InputError) as err:
+        list(read_discord(_bad_channel(tmp_path)))
+    assert (err.value.where, err.value.what) == ("channel", "id: id not an integer: 'c-1'")
+
+
+def _bad_channel(tmp_path):
+    path = _export(tmp_path)
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["channel"]["id"] = "c-1"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
