@@ -215,6 +215,7 @@ class WorkerSettings(BaseModel):
     concurrency: int = Field(4, ge=1, description="jobs at once in one worker process (`worker --concurrency`)")
     heartbeat_s: float = Field(10.0, gt=0, description="a worker records that it is alive this often")
     stalled_s: float = Field(30.0, gt=0, description="a worker silent this long is dead: its jobs are retried")
+    no_worker_s: float = Field(600.0, gt=0, description="a run whose jobs no worker runs for this long fails")
 
 
 class Settings(BaseSettings):

@@ -200,9 +200,11 @@ WHERE j.queue_name = :queue AND j.status IN ('failed', 'cancelled', 'aborted')
   AND (CAST(:before AS timestamptz) IS NULL
        OR NOT EXISTS (SELECT 1 FROM procrastinate_events e WHERE e.job_id = j.id AND e.at >= :before));
 
--- name: queue_live_workers
--- How many workers recorded a heartbeat within the last :seconds (a run waiting on nobody says so).
-SELECT count(*) FROM procrastinate_workers WHERE last_heartbeat > now() - make_interval(secs => :seconds);
+-- name: queue_working_workers
+-- How many workers that recorded a heartbeat within the last :seconds run a job of the queue (a
+-- run waiting on nobody says so, then fails: pipeline/workers/dispatch.py).
+SELECT count(DISTINCT w.id) FROM procrastinate_workers w JOIN procrastinate_jobs j ON j.worker_id = w.id
+WHERE j.queue_name = :queue AND j.status = 'doing' AND w.last_heartbeat > now() - make_interval(secs => :seconds);
 
 -- name: queue_notify
 -- A worker's job reports to the run waiting for it (its LISTEN channel): the job's key, the

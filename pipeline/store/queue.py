@@ -49,10 +49,12 @@ class QueueStore:
         with self.writing("cancelling jobs") as conn:
             return conn.execute(sa.text(query("queue_cancel")), {"ids": ids}).rowcount
 
-    def queue_live_workers(self, seconds: float) -> int:
-        """Workers with a heartbeat within the last `seconds`."""
+    def queue_working_workers(self, queue: str, seconds: float) -> int:
+        """Workers with a heartbeat within the last `seconds` running a job of `queue` (procrastinate
+        does not record a worker's queues: one that runs none of its jobs may be on another)."""
         with self.reading("reading the job queue") as conn:
-            return conn.execute(sa.text(query("queue_live_workers")), {"seconds": seconds}).scalar_one()
+            return conn.execute(sa.text(query("queue_working_workers")),
+                                {"queue": queue, "seconds": seconds}).scalar_one()
 
     def notify_run(self, run_id: int, payload: dict) -> None:
         """Report to the run (its RunChannel), committed at once."""

@@ -8,7 +8,9 @@ never blocked) and:
 - a job that failed (its task raised) fails the run with the item's name and the worker's cause;
 - a job cancelled or aborted (a worker stopped before finishing it) is deferred again;
 - every `workers.heartbeat_s`, the jobs of workers silent for `workers.stalled_s` go back to the
-  queue (procrastinate's retry), so another worker picks up the item of one that was killed.
+  queue (procrastinate's retry), so another worker picks up the item of one that was killed;
+- no live worker running a job of the queue and none of the run's jobs ending for
+  `workers.no_worker_s`: the run fails (NoWorker), saying to start `mempipe worker` on the queue.
 An item another run has waiting with the same inputs is not queued twice: this run waits for
 that job (jobs.py, queueing lock). When the run fails or is cancelled, its jobs not yet started
 are cancelled (a running one finishes; what it writes is kept).
@@ -38,13 +40,17 @@ log = logging.getLogger(__name__)
 POLL_S = 0.2        # how often a waiting run reads its jobs' statuses
 DEFER_BATCH = 200   # jobs per INSERT
 REDEFERS = 3        # a job cancelled or aborted this often fails the run
-IDLE_S = 120.0      # no job finished for this long: the run checks that a worker is alive, and says if none is
+IDLE_S = 120.0      # no worker seen on the queue for this long: the run says so in its log (then every IDLE_S)
 _COLUMNS = tuple(RunStats().columns())  # pipeline_runs' count columns
 _STAT_OF = dict(RENAMED)  # a column stored under another name than its stat
 
 
 class WorkerJobFailed(MempipeError):
     """A job's task raised in a worker: the run fails, naming the item."""
+
+
+class NoWorker(MempipeError):
+    """No worker took the run's jobs for `workers.no_worker_s`: the run fails, saying what to start."""
 
 
 def dispatcher_for(ctx: RunContext) -> "Dispatcher | None":
@@ -164,7 +170,7 @@ class Dispatcher:
                     advance: Callable[[], None] | None) -> None:
         redeferred: dict[str, int] = {}
         next_check = time.monotonic() + self.workers.heartbeat_s
-        idle_check = time.monotonic() + IDLE_S
+        seen = warned = time.monotonic()  # a worker last seen working on the queue, or a job of the run ending
         while waiting:
             statuses = await asyncio.to_thread(self.ctx.store.queue_job_statuses, list(waiting))
             for job_id, (spec, _own) in list(waiting.items()):
@@ -172,7 +178,7 @@ class Dispatcher:
                 if status in ("todo", "doing"):
                     continue
                 del waiting[job_id]
-                idle_check = time.monotonic() + IDLE_S
+                seen = time.monotonic()
                 if status == "succeeded":
                     if advance is not None:
                         advance()
@@ -191,14 +197,28 @@ class Dispatcher:
             if waiting and time.monotonic() >= next_check:
                 next_check = time.monotonic() + self.workers.heartbeat_s
                 await self._retry_stalled(queue)
-            if waiting and time.monotonic() >= idle_check:  # nothing finished for a while: anyone there?
-                idle_check = time.monotonic() + IDLE_S
-                if not await asyncio.to_thread(self.ctx.store.queue_live_workers, self.workers.stalled_s):
-                    log.warning("run %s: waiting for %d job(s) on queue %r, but no worker is running: start "
-                                "`mempipe worker` (or set [workers] enabled = false)", self.ctx.run_id, len(waiting),
-                                self.workers.queue)
+                seen, warned = await self._check_workers(len(waiting), seen, warned)
             if waiting:
                 await asyncio.sleep(POLL_S)
+
+    async def _check_workers(self, n: int, seen: float, warned: float) -> tuple[float, float]:
+        """A live worker running a job of the queue (any run's) counts as seen now. Unseen for
+        IDLE_S the run says so in its log; for `workers.no_worker_s` it fails (NoWorker). A worker
+        on another queue is not seen: it never takes these jobs."""
+        now, q = time.monotonic(), self.workers.queue
+        if await asyncio.to_thread(self.ctx.store.queue_working_workers, q, self.workers.stalled_s):
+            return now, warned
+        what = (f"start `mempipe worker` with [workers] queue = {q!r} on this database (or set [workers] "
+                f"enabled = false)")
+        if now - seen >= self.workers.no_worker_s:
+            raise NoWorker(f"no worker took a job of queue {q!r} for {self.workers.no_worker_s:.0f} s "
+                           f"({n} job(s) waiting): {what}")
+        if now - seen >= IDLE_S and now - warned >= IDLE_S:
+            log.warning("run %s: waiting for %d job(s) on queue %r, but no worker is running one: %s; the run "
+                        "fails after workers.no_worker_s = %.0f s", self.ctx.run_id, n, q, what,
+                        self.workers.no_worker_s)
+            return seen, now
+        return seen, warned
 
     async def _retry_stalled(self, queue) -> None:
         """Put the jobs of workers silent for `stalled_s` back in the queue."""

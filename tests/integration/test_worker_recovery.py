@@ -7,12 +7,14 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 
+import pytest
 import sqlalchemy as sa
 
 from pipeline.ingest import import_files
 from pipeline.runner import execute
 from pipeline.summarize import ExtractiveSummarizer
 from pipeline.testing import RecordingSummarizer
+from pipeline.workers.dispatch import NoWorker
 from pipeline.workers.jobs import daily_jobs
 from pipeline.workers.queue import opened, queue_app
 from pipeline.workers.worker import work
@@ -116,3 +118,30 @@ def test_a_stopping_worker_keeps_its_heartbeat_until_its_running_job_is_done(pg)
     job, stalled = asyncio.run(go())
     assert slow.done == 1 and stalled == set()
     assert _sql(store, "SELECT id FROM procrastinate_jobs WHERE id = :id", id=job) == []  # succeeded, deleted
+
+
+@pytest.mark.parametrize("elsewhere", [False, True], ids=["no worker", "a worker on another queue"])
+def test_a_run_no_worker_takes_fails_after_no_worker_s_and_cancels_its_jobs(pg, elsewhere):
+    store, base = pg
+    s = base.model_copy(deep=True)
+    s.workers = s.workers.model_copy(update={"no_worker_s": 1.5})
+    import_files(store, [str(SAMPLE)], s)
+    ctx = make_context(store, s, now=NOW)
+    other = s.model_copy(deep=True)
+    other.workers = other.workers.model_copy(update={"queue": "someone-else"})
+
+    async def go():
+        run = execute(ctx, "run", None, dt.date(2026, 11, 4))
+        if elsewhere:  # alive, heartbeating, and never taking a job of queue 'mempipe'
+            return await asyncio.wait_for(_with_worker(other, lambda: run), DEADLINE_S)
+        return await asyncio.wait_for(run, DEADLINE_S)
+
+    with pytest.raises(NoWorker) as failed:
+        asyncio.run(go())
+    assert str(failed.value).startswith("no worker took a job of queue 'mempipe' for 2 s (")
+    assert str(failed.value).endswith(": start `mempipe worker` with [workers] queue = 'mempipe' on this database "
+                                      "(or set [workers] enabled = false)")
+    run = store.runs(1)[0]
+    assert run["status"] == "failed" and run["error"] == str(failed.value)
+    statuses = {status for (status,) in _sql(store, "SELECT DISTINCT status::text FROM procrastinate_jobs")}
+    assert statuses == {"cancelled"}  # the run's jobs, none left waiting

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import time
 import uuid
 
 import psycopg
@@ -204,10 +205,11 @@ def test_a_run_with_no_worker_waits_and_says_so_then_a_worker_finishes_it(pg, mo
 
     async def go():
         run = asyncio.ensure_future(execute(ctx, "run", None, dt.date(2026, 11, 4)))
-        while "no worker is running: start `mempipe worker`" not in caplog.text:
-            assert not run.done()
+        deadline = time.monotonic() + 30
+        while "no worker is running one: start `mempipe worker` with [workers] queue = 'mempipe'" not in caplog.text:
+            assert not run.done() and time.monotonic() < deadline
             await asyncio.sleep(0.05)
-        return await _with_worker(s, lambda: run)
+        return await asyncio.wait_for(_with_worker(s, lambda: run), 60)
 
     with caplog.at_level("WARNING", logger="pipeline.workers"):
         assert asyncio.run(go()).status == "ok"
