@@ -78,6 +78,15 @@ async def _keep_beating(queue, worker, interval: float) -> None:
                         exc.__cause__ or exc)
 
 
+def with_shared_quota(settings: Settings) -> Settings:
+    """A worker's settings: the quota always counted in the database (gemini.shared_quota), whatever
+    its config says — its config need not have `[workers] enabled = true` (that is the runs'
+    switch), and workers counting alone would send the limit each."""
+    if settings.gemini.shared_quota:
+        return settings
+    return settings.model_copy(update={"gemini": settings.gemini.model_copy(update={"shared_quota": True})})
+
+
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
@@ -90,6 +99,7 @@ async def work(settings: Settings, *, concurrency: int, stop: asyncio.Event, unt
     from procrastinate.worker import Worker
 
     require_postgresql(sa.engine.make_url(settings.database_url).get_backend_name(), "`mempipe worker`")
+    settings = with_shared_quota(settings)
     w = settings.workers
     app = App.open(settings, clock=clock)
     runtime = WorkerRuntime(app, summarizer)
