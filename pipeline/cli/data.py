@@ -80,11 +80,13 @@ def db_status(state: State, as_json: bool):
               help="Mark the export's channels restricted: Discord guild channels, Telegram groups and channels. "
                    "DMs are always dm.")
 @click.option("--include-bots", is_flag=True,
-              help="Keep messages written by bot accounts (Discord's; the bot of a Telegram bot_chat); skipped by "
-                   "default.")
+              help="Keep messages written by bot accounts (Discord's); skipped by default. Changes nothing for "
+                   "Telegram: its exports mark no bots in groups, and the only bot_chat imported is the one with "
+                   "your bot.")
 @click.option("--bot-user-id", "bot_user_ids", type=USER_ID, multiple=True, metavar="ID",
               help="Telegram: your bot's user id (repeatable). Its own messages are skipped and counted; a member's "
-                   "chat with it is keyed by the member, as the bot sees it.")
+                   "chat with it is keyed by the member, as the bot sees it. Private chats are imported only when "
+                   "the bot is one side of them: without this option, none is.")
 @click.option("--restricted-chat", "restricted_chats", type=CHAT_ID, multiple=True, metavar="CHAT_ID",
               help="Telegram: this group (or channel) is restricted: its own partition, channel:CHAT_ID "
                    "(repeatable).")

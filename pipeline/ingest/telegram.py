@@ -15,18 +15,22 @@ Mapping (README, "Telegram"):
 - a group or supergroup is one audience: guild id = channel id = the chat id, `public`, or
   `restricted` for a chat in `restricted_chats` (or with visibility "restricted"); channels are
   skipped unless `include_channels` (then mapped like a group).
-- `personal_chat` / `bot_chat` -> a one-to-one DM (`dm`, no guild, is_group False) keyed by the
-  chat id, which is the other person's user id. When that other side is the bot itself (a
-  member's own export of their chat with it), the DM is keyed by the member instead: the chat
-  id the bot sees.
+- `personal_chat` / `bot_chat` -> a one-to-one DM (`dm`, no guild, is_group False) only when the
+  bot (`bot_user_ids`) is one side of it (`_dm_key`): the chat id is the bot's (a member's export
+  of their chat with it: keyed by the member, the chat id the bot sees), or the export is the
+  bot's own (personal_information.user_id a bot id; keyed by the chat id, the other person's user
+  id), or — one chat's export — a bot id wrote in it. Any other private chat is skipped whole: a
+  member's chat with a friend has the friend's user id as its chat id, the key of the friend's
+  own DM with the bot, so importing it would hand one person's private talk to another's DM.
 - message id -> message_id within the chat (the writer keys messages by (channel, id)); the
   history a supergroup had as a basic group is exported with ids shifted below zero (id −
   1,000,000,000), stored as 2**32 + id: above every Telegram message id (int32), so still unique.
 - skipped, counted by reason: service messages, unsupported ones, the bot's own messages
-  (`bot_user_ids`), the bot of a bot_chat (unless include_bots), forwarded posts (not the
-  sender's words), posts sent as a channel or as the group (unless include_channels), empty
-  ones, and whole chats that are channels (unless asked for), saved messages, or of a type not
-  known.
+  (`bot_user_ids`), forwarded posts (not the sender's words), posts sent as a channel or as the
+  group (unless include_channels), empty ones, and whole chats: private chats without the bot,
+  chats with another bot, channels (unless asked for), saved messages, or of a type not known.
+  include_bots changes nothing here: an export marks no bot but a bot_chat's, and the only
+  bot_chat imported is the one with the bot, whose messages are its own.
 - text: entities lose their formatting; `mention_name` (a user id and the text shown) reads
   "@<text>", an @username mention stays as written, a bare link reads "[link]". Media read
   "[sticker 👍]", "[photo: caption]", "[voice message]", …
@@ -47,7 +51,7 @@ from typing import Any, Iterator
 
 from ..errors import InputError
 from .jsondoc import load_json
-from .model import BOT_AUTHOR, EMPTY, TS_MAX, TS_MIN, Skipped, kind_of, located_id, message_where, parse_id, shown
+from .model import EMPTY, TS_MAX, TS_MIN, Skipped, kind_of, located_id, message_where, parse_id, shown
 
 GROUP_TYPES = {"private_group", "private_supergroup", "public_supergroup"}
 CHANNEL_TYPES = {"private_channel", "public_channel"}
@@ -62,7 +66,11 @@ OTHER_MEDIA = (("contact_information", "contact"), ("location_information", "loc
                ("game_title", "game"), ("invoice_information", "invoice"))
 
 SERVICE, UNSUPPORTED = Skipped("service message"), Skipped("unsupported message")
-OWN, BOT = Skipped("bot's own message"), BOT_AUTHOR
+OWN = Skipped("bot's own message")
+# private chats that are not a DM with the bot (fail closed: nothing of them is read)
+NO_BOT_ID = Skipped("private chat (no --bot-user-id)")  # no bot named: no chat can be told to be with it
+WITHOUT_BOT = Skipped("private chat without the bot")  # e.g. a member's chat with a friend, in their export
+OTHER_BOT = Skipped("chat with another bot")  # a bot_chat whose bot is not one of bot_user_ids (BotFather, …)
 FORWARDED, AS_CHANNEL = Skipped("forwarded"), Skipped("sent as a channel")
 CHANNEL, SAVED, OTHER_CHAT = Skipped("channel"), Skipped("saved messages"), Skipped("unsupported chat")
 
@@ -70,7 +78,8 @@ CHANNEL, SAVED, OTHER_CHAT = Skipped("channel"), Skipped("saved messages"), Skip
 @dataclass(frozen=True)
 class TelegramOptions:
     """visibility "restricted" marks every group and channel restricted; restricted_chats, these
-    chats; bot_user_ids: the bot's own account(s), whose messages are never chat."""
+    chats; bot_user_ids: the bot's own account(s), whose messages are never chat, and without which
+    no private chat is imported (a DM is a chat with the bot: `_dm_key`)."""
 
     visibility: str | None = None
     restricted_chats: frozenset[int] = frozenset()
@@ -100,13 +109,21 @@ def read_telegram(
 def telegram_rows(doc: Any, source: str, options: TelegramOptions) -> Iterator[tuple[str, dict[str, Any] | Skipped]]:
     """read_telegram on a document already read (pipeline/ingest/jsondoc.py) from `source`."""
     chats = _chats(doc, source)
-    return _rows(chats, source, options)
+    return _rows(chats, source, options, _owner(doc, source))
 
 
-def _rows(chats: list[tuple[str, Any]], source: str, options: TelegramOptions):
+def _rows(chats: list[tuple[str, Any]], source: str, options: TelegramOptions, owner: int | None):
     seen: dict[int, str] = {}  # chat id -> where it was listed: one export lists a chat once
     for label, chat in chats:
-        yield from _chat_rows(chat, label, source, options, seen)
+        yield from _chat_rows(chat, label, source, options, seen, owner)
+
+
+def _owner(doc: Any, source: str) -> int | None:
+    """Whose export it is: a full-account export's personal_information.user_id (None: not said)."""
+    info = doc.get("personal_information") if isinstance(doc, dict) else None
+    if not isinstance(info, dict) or info.get("user_id") is None:
+        return None
+    return located_id(info["user_id"], source, "personal_information", "user_id")
 
 
 def _chats(doc: Any, source: str) -> list[tuple[str, Any]]:
@@ -132,7 +149,8 @@ def _chats(doc: Any, source: str) -> list[tuple[str, Any]]:
     return chats
 
 
-def _chat_rows(chat: Any, label: str, source: str, options: TelegramOptions, seen: dict[int, str]):
+def _chat_rows(chat: Any, label: str, source: str, options: TelegramOptions, seen: dict[int, str],
+               owner: int | None):
     if not isinstance(chat, dict):
         raise InputError(source, label, f"expected a chat object, got {kind_of(chat)}")
     for key in ("type", "id"):
@@ -148,7 +166,9 @@ def _chat_rows(chat: Any, label: str, source: str, options: TelegramOptions, see
     skip = None
     if chat_type in DM_TYPES:
         guild_id, vis, is_group = None, "dm", False
-        channel_id = _dm_key(chat_id, messages, source, where_chat, options.bot_user_ids)
+        channel_id = _dm_key(chat_type, chat_id, messages, source, where_chat, options.bot_user_ids, owner)
+        if isinstance(channel_id, Skipped):
+            skip = channel_id
     elif chat_type in GROUP_TYPES or (chat_type in CHANNEL_TYPES and options.include_channels):
         restricted = options.visibility == "restricted" or chat_id in options.restricted_chats
         guild_id, channel_id, vis, is_group = chat_id, chat_id, "restricted" if restricted else "public", None
@@ -164,7 +184,6 @@ def _chat_rows(chat: Any, label: str, source: str, options: TelegramOptions, see
     seen[chat_id] = label
 
     name = chat.get("name") if channel_id == chat_id else None  # a DM keyed by the member: not the bot's name
-    peer_bot = chat_type == "bot_chat" and not options.include_bots
     for index, msg in enumerate(messages):
         where = message_where(msg.get("id") if isinstance(msg, dict) else None, index, f"{where_chat} ")
         if not isinstance(msg, dict):
@@ -181,8 +200,6 @@ def _chat_rows(chat: Any, label: str, source: str, options: TelegramOptions, see
         kind, sender = _peer(msg.get("from_id"), source, where, "from_id")
         if kind == "user" and sender in options.bot_user_ids:
             yield where, OWN
-        elif kind == "user" and peer_bot and sender == chat_id:
-            yield where, BOT
         elif kind != "user" and not options.include_channels:
             yield where, AS_CHANNEL
         elif "forwarded_from" in msg:  # present (null for a hidden account) on every forward
@@ -200,21 +217,46 @@ def _chat_rows(chat: Any, label: str, source: str, options: TelegramOptions, see
             }
 
 
-def _dm_key(chat_id: int, messages: list, source: str, where: str, bots: frozenset[int]) -> int:
-    """A one-to-one chat's key: the chat id (the other person), unless that person is the bot —
-    then the member who wrote to it (the Bot API's chat id of their DM with the bot)."""
-    if chat_id not in bots:
-        return chat_id
-    members = set()
+def _dm_key(chat_type: str, chat_id: int, messages: list, source: str, where: str, bots: frozenset[int],
+            owner: int | None) -> int | Skipped:
+    """A private chat is a DM only when the bot is one side of it (fail closed: anything else is
+    skipped, by reason). Its key is the Bot API's chat id of the member's DM with the bot, the
+    member's user id: the chat id is the other side, so a chat with the bot (a member's export of
+    it) is keyed by the member who wrote in it; a chat in the bot's own export (its account's
+    full export, or a chat a bot wrote in) by the chat id. Any other private chat — a member's
+    chat with a friend, whose chat id is that friend's id and so the key of the friend's own DM —
+    and a bot_chat with another bot are not the bot's conversations."""
+    if not bots:
+        return NO_BOT_ID
+    senders = _user_senders(messages)
+    if chat_id in bots:  # a member's own export of their chat with the bot
+        members = senders - bots
+        if len(members) > 1:
+            raise InputError(source, where, f"a one-to-one chat with the bot {chat_id} has messages from "
+                                            f"{len(members)} other users ({', '.join(map(str, sorted(members)))}): "
+                                            "not a DM export")
+        return members.pop() if members else owner if owner is not None and owner not in bots else chat_id
+    if chat_type == "bot_chat":
+        return OTHER_BOT
+    if owner is not None:  # a full-account export: the bot's own, or a member's
+        return chat_id if owner in bots else WITHOUT_BOT
+    if not senders & bots:  # one chat's export, where the bot never wrote: not a chat with it
+        return WITHOUT_BOT
+    if others := senders - bots - {chat_id}:
+        raise InputError(source, where, f"a one-to-one chat with {chat_id} has messages from other users "
+                                        f"({', '.join(map(str, sorted(others)))}): not a DM export")
+    return chat_id
+
+
+def _user_senders(messages: list) -> set[int]:
+    """The user ids that wrote a message of the chat (the exact checks come later, per message)."""
+    senders = set()
     for msg in messages:
         if isinstance(msg, dict) and msg.get("type") == "message" and isinstance(msg.get("from_id"), str):
             match = _PEER.fullmatch(msg["from_id"])
-            if match and match[1] == "user" and int(match[2]) not in bots:
-                members.add(int(match[2]))
-    if len(members) > 1:
-        raise InputError(source, where, f"a one-to-one chat with the bot {chat_id} has messages from {len(members)} "
-                                        f"other users ({', '.join(map(str, sorted(members)))}): not a DM export")
-    return members.pop() if members else chat_id
+            if match and match[1] == "user" and len(match[2]) <= 19:
+                senders.add(int(match[2]))
+    return senders
 
 
 def _message_id(value: Any, source: str, where: str, key: str) -> int:

@@ -101,6 +101,47 @@ def test_a_full_account_export_is_the_same_as_its_chats(store, settings, tmp_pat
     assert len(_history(store)) == 9
 
 
+def test_a_members_full_account_export_imports_only_their_chat_with_the_bot(store, settings, tmp_path):
+    """Marta's whole-account export. Her private chats with Tomás and Inês have their user ids as
+    chat ids — the keys of their own DMs with the bot — so they are skipped whole; her chat with
+    the bot is her DM, keyed by her. Then Tomás's DM (exported on the bot's side) reads only his
+    words, and none of Marta's."""
+    def msg(mid, text, user, name):
+        return {"id": mid, "type": "message", "date_unixtime": str(1793700000 + mid), "from": name,
+                "from_id": f"user{user}", "text": text}
+    chats = [
+        {"name": "Tomás", "type": "personal_chat", "id": TOMAS, "messages": [
+            msg(1, "Marta to Tomás: I am thinking of leaving my job", MARTA, "Marta Reis")]},
+        {"name": "Inês", "type": "personal_chat", "id": INES, "messages": [
+            msg(1, "Marta to Inês: my test results came back", MARTA, "Marta Reis"),
+            msg(2, "Inês to Marta: call me", INES, "Inês")]},
+        {"name": "MemoBot", "type": "bot_chat", "id": BOT, "messages": [
+            msg(1, "Remember that I prefer mornings", MARTA, "Marta Reis"), msg(2, "Noted!", BOT, "MemoBot")]},
+        _load(GROUP),
+    ]
+    full = _write(tmp_path / "result.json", {"personal_information": {"user_id": MARTA, "first_name": "Marta"},
+                                             "chats": {"list": chats}})
+    report = import_files(store, [full], settings, bot_user_ids=[BOT])
+    assert report == IngestReport(read=15, new=8, skipped_by={
+        "private chat without the bot": 3, "bot's own message": 1, "forwarded": 1, "service message": 2})
+    history = _history(store)
+    assert {p for p, *_ in history.values()} == {f"guild:{CHAT}", f"dm:{MARTA}"}
+    assert history[(MARTA, 1)][:3] == (f"dm:{MARTA}", MARTA, "Remember that I prefer mornings")
+    assert not [t for _, _, t, *_ in history.values() if t.startswith(("Marta to", "Inês to"))]
+    assert {(c, p, one) for c, _, _, p, _, _, one in snapshot(store)["channels"]} == {
+        (CHAT, f"guild:{CHAT}", 0), (MARTA, f"dm:{MARTA}", 1)}
+
+    import_files(store, [PERSONAL], settings, bot_user_ids=[BOT])  # Tomás's DM, on the bot's side
+    tomas = {k: v for k, v in _history(store).items() if v[0] == f"dm:{TOMAS}"}
+    assert {v[1] for v in tomas.values()} == {TOMAS} and sorted(tomas) == [(TOMAS, 3), (TOMAS, 5)]
+
+
+def test_without_a_bot_user_id_no_private_chat_is_read(store, settings):
+    report = import_files(store, [PERSONAL, GROUP], settings)
+    assert report.skipped_by["private chat (no --bot-user-id)"] == 3 and report.new == 7
+    assert {p for p, *_ in _history(store).values()} == {f"guild:{CHAT}"}
+
+
 def test_a_malformed_export_is_a_located_error_and_writes_nothing(store, settings, tmp_path, monkeypatch):
     monkeypatch.setattr("pipeline.ingest.importer.BATCH_SIZE", 2)  # batches are written before the bad message
     doc = _load(GROUP)

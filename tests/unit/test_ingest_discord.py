@@ -178,9 +178,9 @@ def test_not_an_export(tmp_path):
 def test_errors_name_json_kinds_and_long_ids_by_place_like_telegrams(tmp_path):
     """One rule for both importers (pipeline/ingest/model.py): a value's JSON kind, and a message
     placed by its index when its id is too long to quote."""
-    from pipeline.ingest import discord, telegram
+    from pipeline.ingest import discord, model
 
-    assert discord.BOT is telegram.BOT  # one "bot author" reason
+    assert discord.BOT is model.BOT_AUTHOR  # one "bot author" reason
     with pytest.raises(InputError) as err:
         list(read_discord(_export(tmp_path, content=5)))
     assert (err.value.where, err.value.what) == ("message 1190000000000000900", "content: expected text, got a number")

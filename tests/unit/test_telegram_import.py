@@ -95,8 +95,46 @@ def test_personal_chat_is_a_one_to_one_dm_without_the_bots_messages():
     for msg in kept.values():
         assert (msg.visibility, msg.guild_id, msg.channel_id, msg.is_group) == ("dm", None, TOMAS, False)
         assert msg.user_id == TOMAS
-    kept, skipped = parsed(PERSONAL)  # without --bot-user-id the bot is one more speaker
-    assert sorted(kept) == [3, 4, 5] and kept[4].user_id == BOT
+    # without --bot-user-id no private chat can be told to be with the bot: none is read
+    assert parsed(PERSONAL) == ({}, {3: "private chat (no --bot-user-id)", 4: "private chat (no --bot-user-id)",
+                                     5: "private chat (no --bot-user-id)"})
+    # another bot named: the export is no chat with it (the bot never wrote in it)
+    assert set(parsed(PERSONAL, bot_user_ids=[BOT + 1])[1].values()) == {"private chat without the bot"}
+
+
+def test_a_members_full_export_gives_only_their_chat_with_the_bot(tmp_path):
+    """Marta's whole-account export: her chat with a friend has the friend's user id as its chat id
+    — the key of the friend's own DM with the bot. Only her chat with the bot is a DM."""
+    marta = {"from": "Marta", "from_id": f"user{MARTA}"}
+    chats = [
+        {"name": "Tomás", "type": "personal_chat", "id": TOMAS, "messages": [message(1, "only I wrote", **marta)]},
+        {"name": "Inês", "type": "personal_chat", "id": INES, "messages": [
+            message(1, "hi Inês", **marta), message(2, "hi", sender=f"user{INES}"),
+            message(3, "a bot id wrote here?", sender=f"user{BOT}")]},
+        {"name": "MemoBot", "type": "bot_chat", "id": BOT, "messages": [
+            message(7, "remember I like tea", **marta), message(8, "noted", sender=f"user{BOT}")]},
+        {"name": "BotFather", "type": "bot_chat", "id": 93372553, "messages": [
+            message(1, "/token", **marta), message(2, "123:SECRET", sender="user93372553")]},
+    ]
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps({"personal_information": {"user_id": MARTA}, "chats": {"list": chats}}), "utf-8")
+    rows = list(read_telegram(path, bot_user_ids=[BOT], include_bots=True))
+    kept = [validate(r) for _, r in rows if not isinstance(r, Skipped)]
+    assert [(m.channel_id, m.user_id, m.text) for m in kept] == [(MARTA, MARTA, "remember I like tea")]
+    assert [(w, str(r)) for w, r in rows if isinstance(r, Skipped)] == [
+        (f"chat {TOMAS} message 1", "private chat without the bot"),
+        *[(f"chat {INES} message {i}", "private chat without the bot") for i in (1, 2, 3)],
+        (f"chat {BOT} message 8", "bot's own message"),
+        *[(f"chat 93372553 message {i}", "chat with another bot") for i in (1, 2)]]
+
+
+def test_one_chats_export_is_a_dm_only_when_the_bot_wrote_in_it(tmp_path):
+    members = export(tmp_path, [message(1), message(2, sender=f"user{MARTA}")], "personal_chat", chat_id=TOMAS)
+    assert set(parsed(members, bot_user_ids=[BOT])[1].values()) == {"private chat without the bot"}
+    three = export(tmp_path, [message(1), message(2, sender=f"user{BOT}"), message(3, sender=f"user{MARTA}")],
+                   "personal_chat", chat_id=TOMAS)
+    with pytest.raises(InputError, match=f"a one-to-one chat with {TOMAS} has messages from other users"):
+        parsed(three, bot_user_ids=[BOT])
 
 
 def test_link_entity_and_other_media(tmp_path):
@@ -148,17 +186,19 @@ def test_restricted_chats(tmp_path):
     assert {m.visibility for m in kept.values()} == {"public"}
     kept, _ = parsed(GROUP, visibility="restricted")  # every group of the export
     assert {m.visibility for m in kept.values()} == {"restricted"}
-    kept, _ = parsed(PERSONAL, restricted_chats=[TOMAS], visibility="restricted")  # a DM stays a DM
+    kept, _ = parsed(PERSONAL, bot_user_ids=[BOT], visibility="restricted")  # a DM stays a DM
     assert {m.visibility for m in kept.values()} == {"dm"}
 
 
-def test_a_bot_chats_bot_is_a_bot_author(tmp_path):
+def test_a_chat_with_another_bot_is_skipped_whole(tmp_path):
+    """A member's bot_chat with another bot (BotFather, with tokens) is not their DM with this bot;
+    keyed by that bot's id, two members' chats with it would share one partition."""
     other_bot = 9000000001
     path = export(tmp_path, [message(1), message(2, sender=f"user{other_bot}")], "bot_chat", chat_id=other_bot)
-    kept, skipped = parsed(path)
-    assert sorted(kept) == [1] and skipped == {2: "bot author"}
-    assert kept[1].channel_id == other_bot  # keyed by the chat id, like any one-to-one chat
-    assert sorted(parsed(path, include_bots=True)[0]) == [1, 2]
+    for options in ({}, {"include_bots": True}):
+        assert parsed(path, bot_user_ids=[BOT], **options) == ({}, {1: "chat with another bot",
+                                                                    2: "chat with another bot"})
+    assert set(parsed(path)[1].values()) == {"private chat (no --bot-user-id)"}
 
 
 def test_a_members_own_export_of_their_chat_with_the_bot_is_keyed_as_the_bot_sees_it(tmp_path):
