@@ -1,12 +1,24 @@
 """The summarizer seam (ARCHITECTURE.md, "The summarizer seam"): one interface, an extractive and
-an LLM implementation."""
+an LLM implementation.
+
+The implementations are imported when first asked for (`__getattr__`), not with the package: they
+use pipeline/memory/, whose modules use this package's leaves (base.py, text.py) — imported
+eagerly here, importing pipeline.memory.requests or .validate first was an import cycle
+(tests/unit/test_import_cycles.py)."""
 
 from .base import ChatLine, Outcome, PartitionDay, Summarizer, Usage
-from .extractive import ExtractiveSummarizer
+
+
+def __getattr__(name: str):
+    if name == "ExtractiveSummarizer":
+        from .extractive import ExtractiveSummarizer
+        return ExtractiveSummarizer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def make_summarizer(settings, *, environ=None) -> Summarizer:
     if settings.summarizer == "extractive":
+        from .extractive import ExtractiveSummarizer
         return ExtractiveSummarizer(settings.summary)
     import os
 
