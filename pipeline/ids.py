@@ -44,3 +44,13 @@ def parse_id(value: Any, what: str = "id") -> int:
     if number > MAX_ID:
         raise IdError(f"{what} not an integer: {shown(value)} is larger than 2**63-1")
     return number
+
+
+def bare_chat_id(text: str) -> int | None:
+    """The chat id Telegram Desktop writes for a Bot API chat id ("-1001824466019" -> 1824466019,
+    a basic group's "-5" -> 5; also "1001824466019", the supergroup form without its minus),
+    or None when `text` does not look like one."""
+    digits = text[1:] if text.startswith("-") else text
+    if not (digits.isascii() and digits.isdigit()) or (digits == text and not (len(text) == 13 and text.startswith("100"))):
+        return None
+    return int(digits[3:]) if len(digits) == 13 and digits.startswith("100") else int(digits)

@@ -121,6 +121,8 @@ def import_cmd(state: State, paths, fmt, visibility, include_bots, bot_user_ids,
                               include_bots=include_bots, bot_user_ids=bot_user_ids,
                               restricted_chats=restricted_chats, include_channels=include_channels,
                               progress=progress, clock=state.clock)
+    for warning in report.warnings:
+        click.echo(f"warning: {warning}", err=True)
     if as_json:
         _echo_json(report.as_dict())
         return

@@ -24,7 +24,7 @@ from ..calendar import parse_scope
 from ..clock import system_clock
 from ..config import load_settings
 from ..errors import IdError, MempipeError
-from ..ids import parse_id, shown
+from ..ids import bare_chat_id, parse_id, shown
 from ..logs import FORMATS, configure_logging
 from ..store import Store
 
@@ -44,8 +44,10 @@ class _Id(click.ParamType):
         except IdError as exc:
             if self.what is None:
                 self.fail(str(exc), param, ctx)
+            bare = bare_chat_id(str(value)) if self.what == "chat id" else None
+            hint = f" (a Bot API chat id? pass the id Telegram Desktop writes: {bare})" if bare is not None else ""
             self.fail(f"{shown(value)} is not a {self.what}: a platform id is a string of digits "
-                      f"(at most 2**63-1), e.g. 1150000000000000001", param, ctx)
+                      f"(at most 2**63-1), e.g. 1150000000000000001{hint}", param, ctx)
 
 
 SNOWFLAKE = _Id()

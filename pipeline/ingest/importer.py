@@ -25,7 +25,7 @@ from .discord import discord_rows
 from .jsondoc import export_kind, load_json
 from .jsonl import read_jsonl
 from .model import DeletionIn, MessageIn, RowError, Skipped, Validator, parse_id
-from .telegram import TelegramOptions, telegram_rows
+from .telegram import Found, TelegramOptions, telegram_rows
 from .writer import Progress, Writer
 
 BATCH_SIZE = 5000
@@ -57,6 +57,7 @@ class IngestReport:
     deletions: int = 0
     deleted: int = 0
     not_found: int = 0
+    warnings: list[str] = field(default_factory=list)  # e.g. a --bot-user-id in no chat of the import
 
     @property
     def written(self) -> int:
@@ -74,7 +75,8 @@ class IngestReport:
         """For `mempipe import --json`: every count, `skipped` (the total) and `skipped_by`."""
         return {"read": self.read, "new": self.new, "edited": self.edited, "unchanged": self.unchanged,
                 "skipped": self.skipped, "skipped_by": dict(sorted(self.skipped_by.items())), "cut": self.cut,
-                "deletions": self.deletions, "deleted": self.deleted, "not_found": self.not_found}
+                "deletions": self.deletions, "deleted": self.deleted, "not_found": self.not_found} \
+            | ({"warnings": list(self.warnings)} if self.warnings else {})
 
 
 def ingest_messages(
@@ -142,6 +144,7 @@ def import_files(
 
     report = IngestReport()
     validator = Validator()
+    found = Found()  # what the Telegram exports held, checked against the options once all are read
     with store.transaction() as conn:
         writer = Writer(store, conn, settings, report, progress, clock(), BATCH_SIZE)
         for source, kind in plan:
@@ -152,7 +155,7 @@ def import_files(
                 doc = load_json(source)
                 kind = _export_kind(doc, source, None if kind == "json" else kind)
                 if kind == "telegram":
-                    rows = telegram_rows(doc, source, telegram)
+                    rows = telegram_rows(doc, source, telegram, found)
                 else:
                     rows = discord_rows(doc, source, visibility=visibility, include_bots=include_bots)
             with contextlib.closing(rows):
@@ -162,6 +165,7 @@ def import_files(
                         report.skip(raw)
                         continue
                     writer.take(_validate(validator, raw, source, where), source, where)
+        report.warnings += found.check(telegram)  # an unmatched --restricted-chat: InputError, nothing written
         writer.finish()
     return report
 

@@ -46,25 +46,20 @@ import datetime as dt
 import os
 import re
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from ..errors import InputError
+from ..ids import bare_chat_id
 from .jsondoc import load_json
 from .model import EMPTY, TS_MAX, TS_MIN, Skipped, kind_of, located_id, message_where, parse_id, shown
+from .telegram_text import message_text
 
 GROUP_TYPES = {"private_group", "private_supergroup", "public_supergroup"}
 CHANNEL_TYPES = {"private_channel", "public_channel"}
 DM_TYPES = {"personal_chat", "bot_chat"}
 MIGRATED_SHIFT = 2**32  # a basic group's history inside its supergroup's export: id − 10**9 < 0
 _PEER = re.compile(r"(user|channel|chat)([0-9]+)", re.ASCII)
-# media_type of a document -> what the message reads
-MEDIA = {"animation": "GIF", "video_file": "video", "video_message": "video message",
-         "voice_message": "voice message", "audio_file": "audio"}
-# other media, by the key that marks it
-OTHER_MEDIA = (("contact_information", "contact"), ("location_information", "location"), ("place_name", "location"),
-               ("game_title", "game"), ("invoice_information", "invoice"))
-
 SERVICE, UNSUPPORTED = Skipped("service message"), Skipped("unsupported message")
 OWN = Skipped("bot's own message")
 # private chats that are not a DM with the bot (fail closed: nothing of them is read)
@@ -95,6 +90,26 @@ class TelegramOptions:
             object.__setattr__(self, name, ids)
 
 
+@dataclass
+class Found:
+    """What the Telegram exports of one import held (over all its files): the ids of its groups
+    and channels, and the users seen (senders, private chats' ids, the export's owner)."""
+
+    chats: set[int] = field(default_factory=set)
+    users: set[int] = field(default_factory=set)
+
+    def check(self, options: TelegramOptions) -> list[str]:
+        """InputError for a restricted chat that is no group or channel of the import (fail
+        closed: a typo would leave the staff room public); a warning per bot id never seen."""
+        for chat_id in sorted(options.restricted_chats - self.chats):
+            bare = bare_chat_id(str(chat_id))
+            hint = f"; it looks like a Bot API chat id: pass {bare}, the id Telegram Desktop writes" \
+                if bare is not None else ""
+            raise InputError("--restricted-chat", str(chat_id), "matches no group or channel of this import "
+                                                                f"(nothing was imported){hint}")
+        return [f"--bot-user-id {bot} is in no chat of this import" for bot in sorted(options.bot_user_ids - self.users)]
+
+
 def read_telegram(
     path: str | os.PathLike, *, visibility: str | None = None, restricted_chats: Collection[int] = (),
     bot_user_ids: Collection[int] = (), include_bots: bool = False, include_channels: bool = False,
@@ -106,16 +121,26 @@ def read_telegram(
     return telegram_rows(load_json(source), source, options)
 
 
-def telegram_rows(doc: Any, source: str, options: TelegramOptions) -> Iterator[tuple[str, dict[str, Any] | Skipped]]:
-    """read_telegram on a document already read (pipeline/ingest/jsondoc.py) from `source`."""
+def telegram_rows(doc: Any, source: str, options: TelegramOptions,
+                  found: Found | None = None) -> Iterator[tuple[str, dict[str, Any] | Skipped]]:
+    """read_telegram on a document already read (pipeline/ingest/jsondoc.py) from `source`.
+    `found`: gathers what the import's exports hold, checked by the caller once every file is
+    read (Found.check); without it, this document is checked when it is read to its end."""
     chats = _chats(doc, source)
-    return _rows(chats, source, options, _owner(doc, source))
+    return _rows(chats, source, options, _owner(doc, source), found)
 
 
-def _rows(chats: list[tuple[str, Any]], source: str, options: TelegramOptions, owner: int | None):
+def _rows(chats: list[tuple[str, Any]], source: str, options: TelegramOptions, owner: int | None,
+          found: Found | None):
+    alone = found is None
+    found = Found() if found is None else found
+    if owner is not None:
+        found.users.add(owner)
     seen: dict[int, str] = {}  # chat id -> where it was listed: one export lists a chat once
     for label, chat in chats:
-        yield from _chat_rows(chat, label, source, options, seen, owner)
+        yield from _chat_rows(chat, label, source, options, seen, owner, found)
+    if alone:
+        found.check(options)
 
 
 def _owner(doc: Any, source: str) -> int | None:
@@ -150,7 +175,7 @@ def _chats(doc: Any, source: str) -> list[tuple[str, Any]]:
 
 
 def _chat_rows(chat: Any, label: str, source: str, options: TelegramOptions, seen: dict[int, str],
-               owner: int | None):
+               owner: int | None, found: Found):
     if not isinstance(chat, dict):
         raise InputError(source, label, f"expected a chat object, got {kind_of(chat)}")
     for key in ("type", "id"):
@@ -164,7 +189,10 @@ def _chat_rows(chat: Any, label: str, source: str, options: TelegramOptions, see
         raise InputError(source, where_chat, f"messages: expected an array of messages, got {kind_of(messages)}")
 
     skip = None
+    if chat_type in GROUP_TYPES or chat_type in CHANNEL_TYPES:
+        found.chats.add(chat_id)
     if chat_type in DM_TYPES:
+        found.users.add(chat_id)
         guild_id, vis, is_group = None, "dm", False
         channel_id = _dm_key(chat_type, chat_id, messages, source, where_chat, options.bot_user_ids, owner)
         if isinstance(channel_id, Skipped):
@@ -199,12 +227,13 @@ def _chat_rows(chat: Any, label: str, source: str, options: TelegramOptions, see
             continue
         kind, sender = _peer(msg.get("from_id"), source, where, "from_id")
         if kind == "user" and sender in options.bot_user_ids:
+            found.users.add(sender)
             yield where, OWN
         elif kind != "user" and not options.include_channels:
             yield where, AS_CHANNEL
         elif "forwarded_from" in msg:  # present (null for a hidden account) on every forward
             yield where, FORWARDED
-        elif not (text := _text(msg, source, where)).strip():
+        elif not (text := message_text(msg, source, where)).strip():
             yield where, EMPTY
         else:
             yield where, {
@@ -325,57 +354,3 @@ def _name(msg: dict, source: str, where: str) -> str:
     if not isinstance(name, str):
         raise InputError(source, where, f"from: expected the sender's name as text, got {kind_of(name)}")
     return name
-
-
-def _text(msg: dict, source: str, where: str) -> str:
-    """The message's words, with its media as a marker ("[photo: caption]")."""
-    words = _words(msg.get("text", ""), source, where)
-    label = _media(msg)
-    poll = msg.get("poll")
-    if isinstance(poll, dict) and not words.strip() and isinstance(poll.get("question"), str):
-        words = poll["question"]
-    if label is None:
-        return words
-    caption = words.strip()
-    return f"[{label}: {caption}]" if caption else f"[{label}]"
-
-
-def _words(text: Any, source: str, where: str) -> str:
-    if isinstance(text, str):
-        return text
-    if not isinstance(text, list):
-        raise InputError(source, where,
-                         f"text: expected a string or a list of strings and entities, got {kind_of(text)}")
-    parts = []
-    for part in text:
-        if isinstance(part, str):
-            parts.append(part)
-            continue
-        shown = part.get("text") if isinstance(part, dict) else None
-        if not isinstance(shown, str):
-            raise InputError(source, where, f"text: expected a string or an entity with a text, got {kind_of(part)}")
-        kind = part.get("type")
-        if kind == "mention_name":  # the name shown, with the user id beside it
-            parts.append(shown if shown.startswith("@") else "@" + shown)
-        elif kind == "link":
-            parts.append("[link]")
-        else:  # plain, mention (@username), bold, italic, code, text_link (its words), hashtag, …
-            parts.append(shown)
-    return "".join(parts)
-
-
-def _media(msg: dict) -> str | None:
-    if "photo" in msg:
-        return "photo"
-    media_type = msg.get("media_type")
-    if media_type == "sticker":
-        emoji = msg.get("sticker_emoji")
-        return f"sticker {emoji}" if isinstance(emoji, str) and emoji.strip() else "sticker"
-    if media_type in MEDIA:
-        return MEDIA[media_type]
-    if "file" in msg:
-        return "file"
-    if "poll" in msg:
-        return "poll"
-    return next((label for key, label in OTHER_MEDIA if key in msg), None)
-

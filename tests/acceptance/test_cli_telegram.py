@@ -33,6 +33,14 @@ def test_telegram_options(mp, tmp_path):
     assert (counts["new"], counts["skipped_by"]) == (7, {"channel": 1, "forwarded": 1, "service message": 2})
     counts = json.loads(mp("import", "--json", "--include-channels", str(channel)).stdout)
     assert counts["new"] == 1
+    # a restricted chat that is no group of the import: refused, nothing written (a typo, a Bot API id)
+    typo = mp("import", "--restricted-chat", str(CHAT + 1), str(GROUP), ok=False)
+    assert typo.exit_code == 1 and f"--restricted-chat: {CHAT + 1}: matches no group or channel" in typo.output
+    bot_api = mp("import", "--restricted-chat", f"-100{CHAT}", str(GROUP), ok=False)
+    assert bot_api.exit_code == 2 and f"a Bot API chat id? pass the id Telegram Desktop writes: {CHAT}" in bot_api.output
+    # a bot id in no chat: imported, with a warning
+    warned = mp("import", "--json", "--bot-user-id", "42", str(channel))
+    assert json.loads(warned.stdout)["warnings"] == ["--bot-user-id 42 is in no chat of this import"]
     bad = mp("import", "--bot-user-id", "memobot", str(PERSONAL), ok=False)
     assert bad.exit_code == 2 and "'memobot' is not a user id" in bad.output
     # the group is stored restricted: importing it as public is refused, naming the message

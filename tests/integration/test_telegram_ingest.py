@@ -176,6 +176,18 @@ def test_a_restricted_chat_is_its_own_partition(store, settings):
     assert snapshot(store) == rows
 
 
+def test_a_restricted_chat_that_matches_no_group_writes_nothing(store, settings, monkeypatch):
+    monkeypatch.setattr("pipeline.ingest.importer.BATCH_SIZE", 2)  # batches are written before the check
+    with pytest.raises(InputError) as err:
+        import_files(store, [GROUP, PERSONAL], settings, bot_user_ids=[BOT], restricted_chats=[10**12 + CHAT])
+    assert (err.value.source, err.value.where) == ("--restricted-chat", str(10**12 + CHAT))
+    assert f"Bot API chat id: pass {CHAT}" in err.value.what
+    assert snapshot(store) == {"chat_history": [], "members": [], "channels": []}
+    # over several files: the group of the second file matches
+    report = import_files(store, [PERSONAL, GROUP], settings, bot_user_ids=[BOT, 42], restricted_chats=[CHAT])
+    assert report.new == 9 and report.warnings == ["--bot-user-id 42 is in no chat of this import"]
+
+
 def test_a_replay_reads_the_imported_chats(store, settings):
     import_files(store, [GROUP, PERSONAL], settings, bot_user_ids=[BOT])
     _, result = replay(store, settings, "2026-11-02", "2026-11-03")

@@ -182,8 +182,14 @@ def test_saved_messages_and_unknown_chat_types_are_not_chat(tmp_path):
 def test_restricted_chats(tmp_path):
     kept, _ = parsed(GROUP, restricted_chats=[CHAT])
     assert {(m.visibility, m.guild_id, m.channel_id) for m in kept.values()} == {("restricted", CHAT, CHAT)}
-    kept, _ = parsed(GROUP, restricted_chats=[CHAT + 1])  # another chat
-    assert {m.visibility for m in kept.values()} == {"public"}
+    with pytest.raises(InputError) as err:  # a chat not in the export: a typo would leave the group public
+        parsed(GROUP, restricted_chats=[CHAT + 1])
+    assert (err.value.source, err.value.where) == ("--restricted-chat", str(CHAT + 1))
+    assert err.value.what.startswith("matches no group or channel of this import") and "Bot API" not in str(err.value)
+    with pytest.raises(InputError, match=f"looks like a Bot API chat id: pass {CHAT},"):
+        parsed(GROUP, restricted_chats=[10**12 + CHAT])  # -1001824466019 without its minus
+    with pytest.raises(InputError, match="matches no group or channel"):  # a private chat is no group
+        parsed(PERSONAL, bot_user_ids=[BOT], restricted_chats=[TOMAS])
     kept, _ = parsed(GROUP, visibility="restricted")  # every group of the export
     assert {m.visibility for m in kept.values()} == {"restricted"}
     kept, _ = parsed(PERSONAL, bot_user_ids=[BOT], visibility="restricted")  # a DM stays a DM
