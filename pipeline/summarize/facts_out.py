@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from ..memory.model import Candidate
-from ..memory.requests import OTHER_PERSON, Request, find_requests, request_in
+from ..memory.requests import FORGET, OTHER_PERSON, Request, find_requests, request_in
 from ..summarize.text import names_person, tokens
 from .base import ChatLine, PartitionDay
 from .budget import clip_names
@@ -95,8 +95,9 @@ def of_users(facts: Iterable[Candidate], users: Iterable[int]) -> list[Candidate
 
 def requests_of(answer: DailyOut, handles: dict[int, str], lines: Iterable[ChatLine]) -> list[Request]:
     """The in-chat memory requests of one daily or fold answer (as `candidates`): a request whose
-    message is not its speaker's own is dropped; one the model says is not about the speaker is
-    refused (OTHER_PERSON)."""
+    message is not its speaker's own is dropped; a "remember" the model says is not about the speaker
+    is refused (OTHER_PERSON). A "forget" never is: it only ever removes the speaker's own facts,
+    whatever its topic ("forget what I said about my sister's surgery")."""
     by_handle = {h: uid for uid, h in handles.items()}
     lines = {handle(ln): ln for ln in lines}
     out: list[Request] = []
@@ -105,7 +106,8 @@ def requests_of(answer: DailyOut, handles: dict[int, str], lines: Iterable[ChatL
         for r in item.requests:
             line = lines.get(r.source)
             if uid is not None and line is not None and line.user_id == uid:
-                out.append(Request(uid, line.message_id, r.kind, r.text, None if r.about_self else OTHER_PERSON))
+                out.append(Request(uid, line.message_id, r.kind, r.text,
+                                   None if r.about_self or r.kind == FORGET else OTHER_PERSON))
     return out
 
 

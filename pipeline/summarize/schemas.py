@@ -87,7 +87,8 @@ class FactOut(_Out):
 
 class RequestOut(_Out):
     """An in-chat memory request of the speaker to the bot (pipeline/memory/requests.py): remember
-    a fact about themselves, or forget a topic; about_self false when it is about someone else."""
+    a fact about themselves, or forget a topic; about_self false when a "remember" is about someone
+    else (a forget is never refused: facts_out.requests_of)."""
 
     model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
 

@@ -121,3 +121,14 @@ def test_model_saying_not_about_self_is_refused():
         {"kind": "remember", "text": "Tomás moved to Porto", "about_self": False, "source": "m1"}]}]})
     numbered = (ChatLine(0, 2, "Bob", pd.lines[0].text, pd.lines[0].ts),)
     assert [r.refused for r in checked_requests(requests_of(answer, {2: "p2"}, numbered), pd)] == [OTHER_PERSON]
+
+
+def test_model_forget_not_about_self_is_still_applied():
+    # a forget only ever removes the speaker's own facts: the model's about_self (for a remember)
+    # never refuses it, whatever its topic
+    pd = _pd((1, "Please forget what I said about my sister's surgery"))
+    answer = DailyOut.model_validate({"summaries": [{"speaker": "p1", "summary": "x", "requests": [
+        {"kind": "forget", "text": "sister's surgery", "about_self": False, "source": "m1"}]}]})
+    numbered = (ChatLine(0, 1, "Tomás", pd.lines[0].text, pd.lines[0].ts),)
+    got = checked_requests(requests_of(answer, {1: "p1"}, numbered), pd)
+    assert [(r.kind, r.text, r.refused) for r in got] == [("forget", "sister's surgery", None)]
