@@ -194,7 +194,7 @@ UPDATE procrastinate_jobs SET status = 'cancelled' WHERE id = ANY(:ids) AND stat
 -- name: queue_drop_ended
 -- The queue's jobs that ended without succeeding keep their arguments (partitions, days, user
 -- ids): an erase deletes them all (:before NULL), retention those with no event since :before.
--- A run still waiting on one of them reads it as done and the next run makes the item.
+-- A run still waiting on one of them finds it gone without its report and queues it again.
 DELETE FROM procrastinate_jobs j
 WHERE j.queue_name = :queue AND j.status IN ('failed', 'cancelled', 'aborted')
   AND (CAST(:before AS timestamptz) IS NULL

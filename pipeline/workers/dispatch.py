@@ -4,7 +4,10 @@ for them, and only then returns — so dailies, historical rows and merges keep 
 
 Waiting polls the statuses of the jobs it deferred (in a thread: the event loop, `serve`'s, is
 never blocked) and:
-- a job gone from the queue succeeded (workers delete a job when it succeeds);
+- a job gone from the queue succeeded when it reported so on the run's channel (a job reports,
+  then procrastinate deletes it); gone without its report it is lost — deleted after it failed
+  (erase, retention: `queue_drop_ended`), or another run's job, whose report went to that run —
+  and is deferred again (found fresh when it was done: no model call);
 - a job that failed (its task raised) fails the run with the item's name and the worker's cause;
 - a job cancelled or aborted (a worker stopped before finishing it) is deferred again;
 - every `workers.heartbeat_s`, the jobs of workers silent for `workers.stalled_s` go back to the
@@ -43,6 +46,11 @@ REDEFERS = 3        # a job cancelled or aborted this often fails the run
 IDLE_S = 120.0      # no worker seen on the queue for this long: the run says so in its log (then every IDLE_S)
 _COLUMNS = tuple(RunStats().columns())  # pipeline_runs' count columns
 _STAT_OF = dict(RENAMED)  # a column stored under another name than its stat
+
+
+def _succeeded(messages: list[dict]) -> set[str]:
+    """The keys of the jobs that reported success on the run's channel."""
+    return {m["key"] for m in messages if "key" in m and "error" not in m}
 
 
 class WorkerJobFailed(MempipeError):
@@ -173,8 +181,12 @@ class Dispatcher:
         seen = warned = time.monotonic()  # a worker last seen working on the queue, or a job of the run ending
         while waiting:
             statuses = await asyncio.to_thread(self.ctx.store.queue_job_statuses, list(waiting))
-            for job_id, (spec, _own) in list(waiting.items()):
-                status = statuses.get(job_id, "succeeded")
+            gone = [spec.key for job_id, (spec, _own) in waiting.items() if job_id not in statuses]
+            if gone and not set(gone) <= _succeeded(channel.messages):
+                await channel.settle()  # a job reports before it is deleted: its report is in by now
+            succeeded = _succeeded(channel.messages) if gone else set()
+            for job_id, (spec, own) in list(waiting.items()):
+                status = statuses.get(job_id) or ("succeeded" if spec.key in succeeded else "lost")
                 if status in ("todo", "doing"):
                     continue
                 del waiting[job_id]
@@ -187,11 +199,18 @@ class Dispatcher:
                     cause = next((m["error"] for m in channel.messages if m.get("key") == spec.key and "error" in m),
                                  "its task raised; the worker's log has the cause")
                     raise WorkerJobFailed(f"{spec.label} failed in a worker: {cause}")
-                else:  # cancelled, aborted: not done, not failed
+                else:  # cancelled, aborted, lost: not done, not failed
                     redeferred[spec.key] = redeferred.get(spec.key, 0) + 1
                     if redeferred[spec.key] > REDEFERS:
                         raise WorkerJobFailed(f"{spec.label} was {status} {REDEFERS + 1} times in the queue")
-                    log.warning("%s: job %s was %s; queueing it again", spec.label, job_id, status)
+                    if status != "lost":
+                        log.warning("%s: job %s was %s; queueing it again", spec.label, job_id, status)
+                    elif own:
+                        log.warning("%s: job %s is gone from the queue without its report (an ended job deleted: "
+                                    "erase, retention); queueing it again", spec.label, job_id)
+                    else:
+                        log.info("%s: job %s of another run is done (it reported to that run); queueing the item "
+                                 "again for this run's count (found fresh: no model call)", spec.label, job_id)
                     new_id, own = await self._defer_one(queue, spec)
                     waiting[new_id] = (spec, own)
             if waiting and time.monotonic() >= next_check:

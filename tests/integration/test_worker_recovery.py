@@ -145,3 +145,29 @@ def test_a_run_no_worker_takes_fails_after_no_worker_s_and_cancels_its_jobs(pg, 
     assert run["status"] == "failed" and run["error"] == str(failed.value)
     statuses = {status for (status,) in _sql(store, "SELECT DISTINCT status::text FROM procrastinate_jobs")}
     assert statuses == {"cancelled"}  # the run's jobs, none left waiting
+
+
+def test_a_failed_job_deleted_before_the_run_saw_it_is_queued_again(pg):
+    """A job failed and was deleted between two polls of the run (erase and retention drop ended
+    jobs: queue_drop_ended): gone, but without the report a succeeded job sends first — not done."""
+    store, s = pg
+    import_files(store, [str(SAMPLE)], s)
+    ctx = make_context(store, s, now=NOW)
+
+    async def go():
+        run = asyncio.ensure_future(execute(ctx, "run", None, dt.date(2026, 11, 4)))
+        await _deferred(store, run)
+        [(job,)] = _sql(store, "SELECT j.id FROM procrastinate_jobs j WHERE EXISTS (SELECT 1 FROM chat_history c "
+                               "WHERE c.partition = j.args->'item'->>'partition' AND "
+                               "CAST(c.ts AT TIME ZONE 'UTC' AS date) = CAST(j.args->'item'->>'day' AS date)) "
+                               "ORDER BY j.id LIMIT 1")  # a partition-day with messages (sample: UTC)
+        with store.engine.begin() as conn:  # through the statuses procrastinate's triggers accept
+            for status in ("doing", "failed"):
+                conn.execute(sa.text("UPDATE procrastinate_jobs SET status = CAST(:s AS procrastinate_job_status) "
+                                     "WHERE id = :id"), {"s": status, "id": job})
+            assert store.queue_drop_ended(s.workers.queue, conn=conn) == 1
+        return await asyncio.wait_for(_with_worker(s, lambda: run), DEADLINE_S)
+
+    assert asyncio.run(go()).status == "ok"
+    assert store.runs(1)[0]["partition_days"] == 14  # the dropped job's partition-day too
+    assert _sql(store, "SELECT count(*) FROM partition_days") == [(14,)]
