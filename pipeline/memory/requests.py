@@ -55,6 +55,8 @@ _RULES: tuple[tuple[str, re.Pattern], ...] = tuple((kind, re.compile(_LEAD + _PL
 _SAID = re.compile(r"\b(?:what\s+i\s+(?:said|told\s+you|wrote|mentioned)|everything\s+(?:i\s+said\s+)?about|"
                    r"o\s+que\s+(?:eu\s+)?(?:te\s+)?(?:disse|falei|contei)|lo\s+que\s+(?:te\s+)?(?:dije|conté|escribí)|"
                    r"ce\s+que\s+(?:je\s+t'ai|j'ai|je\s+vous\s+ai)\s+dit|was\s+ich\s+(?:dir\s+)?über)", re.I)
+# where a forget's topic ends: the first clause break ("forget about it, I'm fine" -> "it")
+_CLAUSE_BREAK = re.compile(r"\s*[,;:](?=\s|$)|\s+(?:but|mas|pero|mais|aber)\s", re.I)
 _TRAILING = re.compile(r"(?:[\s,;:]+(?:please|pls|thanks|thank you|por favor|obrigad[oa]|gracias|merci|"
                        r"s'il te pla[iî]t|stp|bitte|danke))+\s*[.!?…]*$|[\s.!?…,;:]+$", re.I)
 
@@ -135,12 +137,16 @@ def _tidy(clause: str) -> str:
 
 def parse(sentence: str) -> tuple[str, str] | None:
     """(kind, what) when the sentence is a request phrase, else None: "what" is the remembered
-    clause as said, or the forgotten topic."""
+    clause as said, or the forgotten topic — up to the first clause break (`,` `;` `:` "but" …):
+    "forget about it, I'm fine" is about "it", no content word, so no request."""
     text = straight(sentence).strip()
     for kind, rule in _RULES:
         m = rule.match(text)
         if m:
-            what = _tidy(m.group("x"))
+            what = m.group("x")
+            if kind == FORGET:  # the topic is the first clause: what follows a comma or "but" is chat
+                what = _CLAUSE_BREAK.split(what, maxsplit=1)[0]
+            what = _tidy(what)
             return (kind, what) if content_tokens(what) else None
     return None
 

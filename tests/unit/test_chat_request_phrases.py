@@ -60,6 +60,13 @@ def test_requests_per_language(text, kind, what):
     "Don't remember that the game is at 8, it moved",
     "Esquece que o jogo é amanhã",
     "Oublie que la partie est demain",
+    # a forget's topic ends at the first clause break: "it" is no topic (taken whole, "I'm fine"
+    # would delete every fact of the speaker's with "fine")
+    "Forget about it, I'm fine, thanks",
+    "forget about it, I already booked the table",
+    "Forget about it, my bad",
+    "forget about it; I'm on it",
+    "forget about it but I'm coming later",
 ])
 def test_chat_that_is_not_a_request(text):
     assert request_in(text, TOMAS) is None
@@ -76,6 +83,18 @@ def test_chat_that_is_not_a_request(text):
 def test_requests_about_someone_else_are_refused(text):
     found = request_in(text, TOMAS, ["Ana", "Bob"])
     assert found is not None and found[0] == "remember" and found[2] == OTHER_PERSON
+
+
+@pytest.mark.parametrize("text, topic", [
+    ("Please forget what I said about the hospital, thanks", "the hospital"),
+    ("forget what I said about my exam, I passed it", "my exam"),
+    ("Forget that I'm moving, it fell through", "I'm moving"),
+    ("forget what I said about the clinic but keep the rest", "the clinic"),
+    ("Esquece o que eu disse sobre o hospital, já passou", "o hospital"),
+    ("Olvida lo que dije sobre el hospital, pero gracias", "el hospital"),
+])
+def test_a_forget_topic_ends_at_the_first_clause_break(text, topic):
+    assert request_in(text, TOMAS) == ("forget", topic, None)
 
 
 def test_a_forget_is_always_about_the_speakers_own_memory():
