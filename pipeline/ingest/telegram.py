@@ -31,8 +31,8 @@ Mapping (README, "Telegram"):
   chats with another bot, channels (unless asked for), saved messages, or of a type not known.
   include_bots changes nothing here: an export marks no bot but a bot_chat's, and the only
   bot_chat imported is the one with the bot, whose messages are its own.
-- text: entities lose their formatting; `mention_name` (a user id and the text shown) reads
-  "@<text>", an @username mention stays as written, a bare link reads "[link]". Media read
+- text (telegram_text.py): entities lose their formatting; `mention_name` (a user id and the
+  text shown) is stored as `<@user id>`, like a Discord mention; an @username mention stays as written, a bare link reads "[link]". Media read
   "[sticker 👍]", "[photo: caption]", "[voice message]", …
 - from: null (a deleted account) keeps its user id and no name: the stages show the pipeline's
   neutral placeholder ("member N").

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InputError
-from .model import kind_of
+from ..errors import IdError, InputError
+from .model import kind_of, parse_id
 
 # media_type of a document -> what the message reads
 MEDIA = {"animation": "GIF", "video_file": "video", "video_message": "video message",
@@ -46,7 +46,7 @@ def _words(text: Any, source: str, where: str) -> str:
             raise InputError(source, where, f"text: expected a string or an entity with a text, got {kind_of(part)}")
         kind = part.get("type")
         if kind == "mention_name":  # the name shown, with the user id beside it
-            parts.append(shown if shown.startswith("@") else "@" + shown)
+            parts.append(_mention(part, shown))
         elif kind == "link":
             parts.append("[link]")
         else:  # plain, mention (@username), bold, italic, code, text_link (its words), hashtag, …
@@ -69,3 +69,13 @@ def _media(msg: dict) -> str | None:
         return "poll"
     return next((label for key, label in OTHER_MEDIA if key in msg), None)
 
+
+
+def _mention(entity: dict, shown: str) -> str:
+    """A mention of a user by id, as the rest of the pipeline stores one: `<@id>`, shown as the
+    name the user has in the partition at the message's time (pipeline/summarize/markup.py), and
+    found by `user erase`. Without a user id: the name as shown."""
+    try:
+        return f"<@{parse_id(entity.get('user_id'))}>"
+    except IdError:
+        return shown if shown.startswith("@") else "@" + shown

@@ -7,6 +7,7 @@ over the result."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
@@ -52,7 +53,7 @@ def test_both_fixtures_land_under_chat_and_id_and_a_second_import_adds_nothing(s
         "2026-11-03T08:15:00.000000Z")
     # UTC from date_unixtime (the exporting machine was at UTC+1 on 2 November), the edit's time
     assert history[(CHAT, 4)] == (
-        f"guild:{CHAT}", MARTA, "@Tomás welcome to the neighbourhood! Bring the Prelude expansion please.",
+        f"guild:{CHAT}", MARTA, f"<@{TOMAS}> welcome to the neighbourhood! Bring the Prelude expansion please.",
         "2026-11-02T09:04:30.000000Z", "2026-11-02T09:06:02.000000Z", None, "Marta Reis")
     assert history[(CHAT, 8)] == (  # a deleted account: its id, no name (the stages show a placeholder)
         f"guild:{CHAT}", DELETED, "Deleted Account writes this: can someone lend me a copy of Wingspan?",
@@ -68,6 +69,10 @@ def test_both_fixtures_land_under_chat_and_id_and_a_second_import_adds_nothing(s
         (f"dm:{TOMAS}", TOMAS, "Tomás"),
         (f"guild:{CHAT}", MARTA, "Marta Reis"), (f"guild:{CHAT}", TOMAS, "Tomás"), (f"guild:{CHAT}", INES, "Inês")]
 
+    # `user erase` finds other people's mentions of a user by id: Marta's message 4 names Tomás
+    assert (f"guild:{CHAT}", "2026-11-02T09:04:30") in {
+        (m["partition"], m["ts"].astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S"))
+        for m in store.messages_naming_user(TOMAS)}
     before = snapshot(store)
     again = import_files(store, [PERSONAL, GROUP], settings, bot_user_ids=[BOT])
     assert again == IngestReport(read=13, unchanged=9, skipped_by=SKIPPED)
@@ -84,7 +89,7 @@ def test_the_edit_replaces_an_earlier_copy(store, settings, tmp_path):
     report = import_files(store, [GROUP], settings)
     assert (report.new, report.edited, report.unchanged) == (0, 1, 6)
     assert _history(store)[(CHAT, 4)][2:5] == (
-        "@Tomás welcome to the neighbourhood! Bring the Prelude expansion please.",
+        f"<@{TOMAS}> welcome to the neighbourhood! Bring the Prelude expansion please.",
         "2026-11-02T09:04:30.000000Z", "2026-11-02T09:06:02.000000Z")
 
 
@@ -197,4 +202,6 @@ def test_a_replay_reads_the_imported_chats(store, settings):
     assert {(f"guild:{CHAT}", "2026-11-02", MARTA), (f"guild:{CHAT}", "2026-11-02", TOMAS),
             (f"guild:{CHAT}", "2026-11-02", INES), (f"guild:{CHAT}", "2026-11-03", DELETED)} <= set(summaries)
     texts = " ".join(summaries.values())
+    # Marta's mention of Tomás (stored as <@id>) reads as the name he has in the group at that time
+    assert "@Tomás welcome to the neighbourhood" in texts and "<@" not in texts
     assert "Brass" not in texts and "sounds exciting" not in texts  # a forwarded post, the bot's own words
