@@ -117,12 +117,13 @@ class Dispatcher:
             return
         store = self.ctx.store
         queue = queue_app(store.engine.url)
+        waiting: dict[int, tuple[JobSpec, bool]] = {}  # filled as jobs are deferred: a failure midway cancels them
         async with opened(queue), store.run_channel(self.ctx.run_id) as channel:
             t0 = time.monotonic()
-            waiting = await self._defer(queue, specs)
-            log.info("run %s: %d job(s) deferred to queue %r (%s)", self.ctx.run_id, len(specs), self.workers.queue,
-                     specs[0].task)
             try:
+                await self._defer(queue, specs, waiting)
+                log.info("run %s: %d job(s) deferred to queue %r (%s)", self.ctx.run_id, len(specs),
+                         self.workers.queue, specs[0].task)
                 await self._wait(queue, waiting, channel, advance)
                 await channel.settle()
             except BaseException:
@@ -136,12 +137,11 @@ class Dispatcher:
             log.info("run %s: %d %s job(s) done in %.1f s", self.ctx.run_id, len(specs), specs[0].task,
                      time.monotonic() - t0)
 
-    async def _defer(self, queue, specs: list[JobSpec]) -> dict[int, tuple[JobSpec, bool]]:
-        """job id -> (spec, deferred by this run) for every spec: new jobs in batches; an item some
-        run already has waiting with the same inputs is that job."""
+    async def _defer(self, queue, specs: list[JobSpec], out: dict[int, tuple[JobSpec, bool]]) -> None:
+        """Into `out`, job id -> (spec, deferred by this run) for every spec, as they are deferred:
+        new jobs in batches; an item some run already has waiting with the same inputs is that job."""
         from procrastinate import exceptions
 
-        out: dict[int, tuple[JobSpec, bool]] = {}
         for i in range(0, len(specs), DEFER_BATCH):
             chunk = specs[i:i + DEFER_BATCH]
             try:
@@ -152,7 +152,6 @@ class Dispatcher:
                     out[job_id] = (spec, own)
                 continue
             out.update({job.id: (spec, True) for job, spec in zip(jobs, chunk)})
-        return out
 
     async def _defer_one(self, queue, spec: JobSpec) -> tuple[int, bool]:
         from procrastinate import exceptions

@@ -171,3 +171,26 @@ def test_a_failed_job_deleted_before_the_run_saw_it_is_queued_again(pg):
     assert asyncio.run(go()).status == "ok"
     assert store.runs(1)[0]["partition_days"] == 14  # the dropped job's partition-day too
     assert _sql(store, "SELECT count(*) FROM partition_days") == [(14,)]
+
+
+def test_a_run_failing_midway_through_deferring_cancels_what_it_deferred(pg, monkeypatch):
+    from procrastinate.manager import JobManager
+
+    store, s = pg
+    import_files(store, [str(SAMPLE)], s)
+    monkeypatch.setattr("pipeline.workers.dispatch.DEFER_BATCH", 5)
+    batch = JobManager.batch_defer_jobs_async
+    calls = []
+
+    async def second_fails(self, jobs):
+        calls.append(len(jobs))
+        if len(calls) == 2:
+            raise RuntimeError("the connection dropped")
+        return await batch(self, jobs)
+
+    monkeypatch.setattr(JobManager, "batch_defer_jobs_async", second_fails)
+    ctx = make_context(store, s, now=NOW)
+    with pytest.raises(RuntimeError, match="the connection dropped"):
+        asyncio.run(asyncio.wait_for(execute(ctx, "run", None, dt.date(2026, 11, 4)), DEADLINE_S))
+    assert calls == [5, 5]
+    assert _sql(store, "SELECT status::text, count(*) FROM procrastinate_jobs GROUP BY 1") == [("cancelled", 5)]
