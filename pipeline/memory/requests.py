@@ -57,6 +57,11 @@ _SAID = re.compile(r"\b(?:what\s+i\s+(?:said|told\s+you|wrote|mentioned)|everyth
                    r"ce\s+que\s+(?:je\s+t'ai|j'ai|je\s+vous\s+ai)\s+dit|was\s+ich\s+(?:dir\s+)?über)", re.I)
 # where a forget's topic ends: the first clause break ("forget about it, I'm fine" -> "it")
 _CLAUSE_BREAK = re.compile(r"\s*[,;:](?=\s|$)|\s+(?:but|mas|pero|mais|aber)\s", re.I)
+# "remember that time I fell off my bike", "lembra que quando …": reminiscing with the others, not a
+# fact to keep ("that time zone" is not a time)
+_REMINISCING = re.compile(r"(?:(?:time|day|night)\b(?!\s+zones?\b)|when\b|quando\b|d?aquela\s+vez\b|cuando\b|"
+                          r"aquella\s+vez\b)", re.I)
+_QUESTION = re.compile(r"\?[\s!?.…)]*$")
 _TRAILING = re.compile(r"(?:[\s,;:]+(?:please|pls|thanks|thank you|por favor|obrigad[oa]|gracias|merci|"
                        r"s'il te pla[iî]t|stp|bitte|danke))+\s*[.!?…]*$|[\s.!?…,;:]+$", re.I)
 
@@ -138,8 +143,11 @@ def _tidy(clause: str) -> str:
 def parse(sentence: str) -> tuple[str, str] | None:
     """(kind, what) when the sentence is a request phrase, else None: "what" is the remembered
     clause as said, or the forgotten topic — up to the first clause break (`,` `;` `:` "but" …):
-    "forget about it, I'm fine" is about "it", no content word, so no request."""
+    "forget about it, I'm fine" is about "it", no content word, so no request. A question ("…?")
+    and reminiscing ("remember that time I …") are no requests."""
     text = straight(sentence).strip()
+    if _QUESTION.search(text):  # "remember that I told you about …?": a question, not a request
+        return None
     for kind, rule in _RULES:
         m = rule.match(text)
         if m:
@@ -147,6 +155,8 @@ def parse(sentence: str) -> tuple[str, str] | None:
             if kind == FORGET:  # the topic is the first clause: what follows a comma or "but" is chat
                 what = _CLAUSE_BREAK.split(what, maxsplit=1)[0]
             what = _tidy(what)
+            if kind == REMEMBER and _REMINISCING.match(what):
+                return None
             return (kind, what) if content_tokens(what) else None
     return None
 

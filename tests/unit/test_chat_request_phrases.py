@@ -25,6 +25,7 @@ TOMAS = ["Tomás"]
     ("forget everything I said about my exam", "forget", "my exam"),
     ("Don't remember that I was sick last week", "forget", "I was sick last week"),
     ("Please forget that I'm moving to Lisbon", "forget", "I'm moving to Lisbon"),
+    ("Remember that time zones confuse me, I'm in UTC+9!", "remember", "Time zones confuse me, I'm in UTC+9"),
     # Portuguese
     ("Lembra que eu sou vegetariano, por favor", "remember", "Eu sou vegetariano"),
     ("Esquece o que eu disse sobre o hospital.", "forget", "o hospital"),
@@ -67,6 +68,22 @@ def test_requests_per_language(text, kind, what):
     "Forget about it, my bad",
     "forget about it; I'm on it",
     "forget about it but I'm coming later",
+    # questions and reminiscing: a confidence-1 fact each, if taken
+    "Remember that time I fell off my bike?",
+    "Remember that time I fell off my bike, lol",
+    "remember that day I won the tournament",
+    "Remember that night I got lost in Porto",
+    "remember that when I lived in Lisbon we played every week",
+    "remember that I told you about my surgery?",
+    "Please forget what I said about my exam?",
+    "lembra que eu te falei do show?",
+    "Lembra daquela vez que eu caí da bicicleta",
+    "lembra que daquela vez eu caí da bicicleta",
+    "lembra quando eu morava em Lisboa",
+    "lembra que quando eu morava em Lisboa eu era feliz",
+    "¿Recuerdas cuando me caí de la bici?",
+    "recuerda que cuando yo vivía en Madrid jugábamos",
+    "Recuerda aquella vez que me caí",
 ])
 def test_chat_that_is_not_a_request(text):
     assert request_in(text, TOMAS) is None
