@@ -105,7 +105,8 @@ class GeminiSettings(BaseModel):
         "forget": "gemini-2.5-flash"})
     timeout_s: float = Field(60.0, gt=0)
     max_attempts: int = Field(4, ge=1, description="per item, then the extractive fallback")
-    run_retry_budget: int = Field(200, ge=0, description="retries per run across all items")
+    run_retry_budget: int = Field(200, ge=0, description="retries per run across all items (with workers: per "
+                                  "worker process, refilled at its first job of a newer run)")
     backoff_initial_s: float = Field(1.0, ge=0)
     backoff_max_s: float = Field(60.0, ge=0)
     concurrency: int = Field(4, ge=1)

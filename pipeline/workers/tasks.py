@@ -30,14 +30,16 @@ _DONE = (ItemStatus.COMPUTED, ItemStatus.CACHED, ItemStatus.EMPTY)
 
 
 async def daily(ctx: RunContext, item: dict) -> None:
-    """One partition-day (pipeline/stages/daily.py), as `runner._run_dailies` runs it: a day of
-    the recompute queue leaves it once computed, found fresh or found empty."""
+    """One partition-day (pipeline/stages/daily.py), as `runner._run_dailies` runs it (in one of
+    the worker's slots): a day of the recompute queue leaves it once computed, found fresh or
+    found empty."""
     partition, guild, day = item["partition"], item["guild_id"], dt.date.fromisoformat(item["day"])
     queued = "queued_at" in item
     emptied: set[dt.date] = set()
-    pd = load_partition_days(ctx, partition, guild, [day], emptied).get(day)
-    status = await run_daily(ctx, partition, guild, day, pd=pd, drop_if_empty=queued or day in emptied,
-                             may_wait=item.get("may_wait", False))
+    async with ctx.slot():  # the worker's items in flight (and their claims' connections) stay within its slots
+        pd = load_partition_days(ctx, partition, guild, [day], emptied).get(day)
+        status = await run_daily(ctx, partition, guild, day, pd=pd, drop_if_empty=queued or day in emptied,
+                                 may_wait=item.get("may_wait", False))
     if queued and status in _DONE:
         ctx.writer.queued_done(partition, day, dt.datetime.fromisoformat(item["queued_at"]),
                                dt.date.fromisoformat(item["day1"]))

@@ -40,7 +40,9 @@ class WorkerRuntime:
 
     def context(self, run: dict, *, force: bool) -> RunContext:
         """A job's RunContext: the in-process item's view, for the run `run` ({"id", "kind"})."""
-        if run["id"] != self._run:  # a new run: the summarizer's retry budget is per run
+        if self._run is None or run["id"] > self._run:  # its first job of a newer run: the budget refills
+            # One summarizer serves every job, so the retry budget is the worker's, not a run's: jobs
+            # of two runs at once share it (a job of an older run never refills it).
             self._run = run["id"]
             if hasattr(self.summarizer, "retry_budget"):
                 self.summarizer.retry_budget = self.app.settings.gemini.run_retry_budget
