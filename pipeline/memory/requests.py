@@ -189,6 +189,14 @@ def request_in(text: str, speaker_names: Iterable[str] = (), other_names: Iterab
     return None
 
 
+def reminds_others(text: str) -> bool:
+    """Whether the message says "remember that …" (a phrase of the rules) only about something
+    other than its speaker: a reminder to the group or news of someone else ("remember that
+    Ana's pregnant"), never a request of the speaker's own."""
+    found = [p for p in (parse(s) for s in sentences(text)) if p is not None and p[0] == REMEMBER]
+    return bool(found) and not any(about_speaker(what) for _, what in found)
+
+
 def find_requests(pd: PartitionDay, other_names: Iterable[str] = ()) -> list[Request]:
     """Every request said in the partition-day's lines (positions in `pd.lines`)."""
     names = list(pd.speakers.values()) + list(other_names)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from ..memory.model import Candidate
-from ..memory.requests import FORGET, OTHER_PERSON, Request, find_requests, request_in
+from ..memory.requests import FORGET, OTHER_PERSON, REMEMBER, Request, find_requests, reminds_others, request_in
 from ..summarize.text import names_person, tokens
 from .base import ChatLine, PartitionDay
 from .budget import clip_names
@@ -115,7 +115,8 @@ def checked_requests(found: list[Request], pd: PartitionDay) -> list[Request]:
     """The model's requests checked by the offline rules too (pipeline/memory/requests.py), plus
     the requests those rules find in messages the model reported none for: a clear phrase is not
     missed because a model skipped it, and a "remember" is refused when either finds it is about
-    someone else (its message's clause, or a fact naming another member)."""
+    someone else (its message's clause, or a fact naming another member), or when the rules read
+    its message's "remember that …" as not about the speaker at all (`reminds_others`)."""
     out, seen = [], set()
     for r in found:
         line = pd.lines[r.position]
@@ -123,7 +124,9 @@ def checked_requests(found: list[Request], pd: PartitionDay) -> list[Request]:
         others = [n for u, n in pd.speakers.items() if u != r.user_id]
         said = request_in(line.text, own, others)
         refused = r.refused or (said[2] if said and said[0] == r.kind else None)
-        if r.kind == "remember" and refused is None and names_person(set(tokens(r.text)) - set(tokens(" ".join(own))), others):
+        if r.kind == REMEMBER and refused is None and reminds_others(line.text):
+            refused = OTHER_PERSON  # the rules read its "remember that …" as not about the speaker
+        if r.kind == REMEMBER and refused is None and names_person(set(tokens(r.text)) - set(tokens(" ".join(own))), others):
             refused = OTHER_PERSON
         out.append(Request(r.user_id, r.position, r.kind, r.text, refused))
         seen.add(r.position)

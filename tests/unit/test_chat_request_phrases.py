@@ -168,3 +168,20 @@ def test_model_forget_not_about_self_is_still_applied():
     numbered = (ChatLine(0, 1, "Tomás", pd.lines[0].text, pd.lines[0].ts),)
     got = checked_requests(requests_of(answer, {1: "p1"}, numbered), pd)
     assert [(r.kind, r.text, r.refused) for r in got] == [("forget", "sister's surgery", None)]
+
+
+def test_model_remember_of_a_reminder_to_the_group_is_refused():
+    # the rules read "remember that …" in the message and find it not about its speaker (Ana did
+    # not speak that day, so no member's name refuses it): the model's about_self=true is not trusted
+    pd = _pd((2, "remember that Ana's pregnant"))
+    answer = DailyOut.model_validate({"summaries": [{"speaker": "p2", "summary": "y", "requests": [
+        {"kind": "remember", "text": "Is pregnant", "about_self": True, "source": "m1"}]}]})
+    numbered = (ChatLine(0, 2, "Bob", pd.lines[0].text, pd.lines[0].ts),)
+    got = checked_requests(requests_of(answer, {2: "p2"}, numbered), pd)
+    assert [(r.kind, r.refused) for r in got] == [("remember", OTHER_PERSON)]
+    # a message with no phrase the rules read is the model's to judge
+    pd = _pd((1, "btw I'm vegetarian now, keep that in mind"))
+    answer = DailyOut.model_validate({"summaries": [{"speaker": "p1", "summary": "y", "requests": [
+        {"kind": "remember", "text": "Is vegetarian", "about_self": True, "source": "m1"}]}]})
+    numbered = (ChatLine(0, 1, "Tomás", pd.lines[0].text, pd.lines[0].ts),)
+    assert [r.refused for r in checked_requests(requests_of(answer, {1: "p1"}, numbered), pd)] == [None]
