@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -217,6 +217,15 @@ class WorkerSettings(BaseModel):
     heartbeat_s: float = Field(10.0, gt=0, description="a worker records that it is alive this often")
     stalled_s: float = Field(30.0, gt=0, description="a worker silent this long is dead: its jobs are retried")
     no_worker_s: float = Field(600.0, gt=0, description="a run whose jobs no worker runs for this long fails")
+
+    @model_validator(mode="after")
+    def _stalled_after_missed_heartbeats(self) -> "WorkerSettings":
+        # one late heartbeat (a busy database, a slow network) must not make a live worker dead
+        if self.stalled_s < 2 * self.heartbeat_s:
+            raise ValueError(f"stalled_s ({self.stalled_s:g}) must be at least twice heartbeat_s ({self.heartbeat_s:g}), "
+                             f"or a live worker whose heartbeat is late has its jobs run again: set stalled_s to "
+                             f"{2 * self.heartbeat_s:g} or more (runs and workers must agree on both)")
+        return self
 
 
 class Settings(BaseSettings):
