@@ -66,7 +66,8 @@ def ensure_schema(database) -> bool:
     """Apply procrastinate's schema to a PostgreSQL database (a URL, or settings: their
     database_url) when it is not there (`mempipe db upgrade`). True when it was applied. It is
     procrastinate's own (`procrastinate_*` tables, types and functions), kept out of
-    sql/migrations and sql/schema.*.sql."""
+    sql/migrations and sql/schema.*.sql. Created, never migrated: a schema already there is left
+    as it is, so pyproject.toml pins procrastinate to the minor release whose schema this is."""
     from procrastinate import exceptions
 
     app = queue_app(getattr(database, "database_url", database))
