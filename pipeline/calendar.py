@@ -60,10 +60,23 @@ def day_bounds(day: dt.date, tz: ZoneInfo) -> tuple[dt.datetime, dt.datetime]:
     return start.astimezone(UTC), end.astimezone(UTC)
 
 
+# Item keys (pipeline/stages/refresh.py `Item.key`): an item's claim, its worker job's lock, and
+# the mark on the batch requests it records (pipeline/llm/batch.py), by which a message deletion
+# finds the requests that may quote it (pipeline/store/batches.py `drop_batch_requests`).
 def daily_item_key(partition: str, day: dt.date) -> str:
-    """A partition-day's item key ("daily:guild:1:2026-11-01"): its claim, its worker job's lock,
-    the mark on the batch requests it records (a message deletion drops those)."""
+    """A partition-day's: "daily:guild:1:2026-11-01"."""
     return f"daily:{partition}:{day.isoformat()}"
+
+
+def historical_item_key(partition: str, user_id: int | str, day1: dt.date | str) -> str:
+    """A past week's: "historical:guild:1:<user>:<day 1>" ("%" as user and day: a LIKE pattern for
+    every past week of the partition)."""
+    return f"historical:{partition}:{user_id}:{day1 if isinstance(day1, str) else day1.isoformat()}"
+
+
+def merge_item_key(scope: str, user_id: int | str) -> str:
+    """A context's: "merge:guild:1:<user>"."""
+    return f"merge:{scope}:{user_id}"
 
 
 def local_day(ts: dt.datetime, tz: ZoneInfo) -> dt.date:

@@ -112,16 +112,10 @@ class InMemoryControls:
         with self._writing():
             return sum(self.tables["chat_history"].pop(k, None) is not None for k in set(keys))
 
-    def drop_batch_requests(self, *, item_keys=None, conn=None) -> int:
-        """Batch mode's stored requests (pipeline/store/batches.py): every one, or those of
-        `item_keys`. This store has them only if a test put the table there (batch mode runs on
-        the SQL stores)."""
-        with self._writing():
-            rows = self.tables.get("llm_batch_requests") or {}
-            doomed = [k for k, r in rows.items() if item_keys is None or r.get("item_key") in set(item_keys)]
-            for k in doomed:
-                del rows[k]
-            return len(doomed)
+    def drop_batch_requests(self, *, partition_days=None, conn=None) -> int:
+        """Batch mode's stored requests (pipeline/store/batches.py). This store never holds any
+        (batch mode needs a SQL store and a Gemini client): nothing to drop."""
+        return 0
 
     def drop_fact_sources(self, partitions, sources, *, conn=None) -> dict:
         gone = set(sources)

@@ -232,7 +232,7 @@ llm_batch_requests = sa.Table(
                                                                              answer_error=sa.Text, answered_by=sa.Text),
     *_counts("prompt_tokens", "output_tokens", server_default="0"),
     *_required(created_at=UtcDateTime, updated_at=UtcDateTime), *_optional(used_at=UtcDateTime),
-    *_optional(item_key=sa.Text),  # 0015: the item that recorded it (a deletion drops its partition-days')
+    *_optional(item_key=sa.Text),  # 0015: the item that recorded it (store/batches.py drop_batch_requests)
 )
 
 llm_batch_jobs = sa.Table(

@@ -6,8 +6,8 @@ guild's timezone, as the daily stage cuts days) is queued for the next run, whic
 wherever it is in time (pipeline/runner.py; a day left with no message loses its summaries);
 facts lose the deleted messages from their provenance (`memory_facts.sources`), and a fact that
 rested only on them is deleted; a control_actions row per user whose data changed records how
-many rows (never a text); batch mode's stored requests of those partition-days go (they quote
-the text; the day's next run asks again). The historical rows and contexts built from those days follow at that
+many rows (never a text); batch mode's stored requests that may quote the text go (their days',
+their partitions' past weeks, every merge; asked again). The historical rows and contexts built from those days follow at that
 run, by their input hashes.
 
 A message is (channel id, message id); a bare message id deletes every stored message with that
@@ -21,7 +21,6 @@ import datetime as dt
 from collections import Counter, defaultdict
 from typing import Any, Iterable
 
-from ..calendar import daily_item_key
 from ..clock import Clock, system_clock
 from ..config import Settings
 from ..errors import IdError
@@ -81,9 +80,8 @@ def delete_in(store, conn, pairs: list[tuple[int, int]], bare: list[int], settin
         return counts
     counts["deleted"] = store.delete_message_rows(keys, conn=conn)
     days = partition_days_of(found, settings.timezones.for_guild)
-    # batch mode's requests of those partition-days quote the deleted text: dropped (the day's
-    # next run asks again); the rest of a batch night stays
-    store.drop_batch_requests(item_keys=[daily_item_key(p, d) for p, d in days], conn=conn)
+    # batch mode's requests that may quote the deleted text go (asked again); the rest of a night stays
+    store.drop_batch_requests(partition_days=days, conn=conn)
     counts["partition_days_queued"] = store.enqueue_days(
         [{"partition": p, "day": d, "reason": REASON} for p, d in sorted(days)], now, conn=conn)
     facts = store.drop_fact_sources({m["partition"] for m in found}, {f"{c}:{m}" for c, m in keys}, conn=conn)

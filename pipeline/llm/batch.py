@@ -91,10 +91,12 @@ class BatchBook:
     def answer(self, model: str, prompt: str, system: str, schema: type | None) -> tuple[LLMResponse | None, float]:
         """(the batch answer of this request, its price factor), (None, 1.0) to send it
         interactively, or Deferred."""
+        used = _used.get()
+        if used is None:  # outside an item (a control's forget within the run): nothing waits for a
+            return None, 1.0  # round there, and Deferred would fail the run: interactive
         schema = self._schema(model, schema)
         key = self._key(model, prompt, system, schema)
-        used = _used.get()
-        if used is not None and key in used:
+        if key in used:
             return None, 1.0  # a retry of the same text in this item: interactive, bounded by max_attempts
         row = self.store.batch_request(key)
         if row is None:
@@ -104,8 +106,7 @@ class BatchBook:
             raise Deferred(key)
         if row["state"] in ("pending", "submitted"):
             raise Deferred(key)
-        if used is not None:
-            used.append(key)
+        used.append(key)
         if row["state"] == "failed":
             return None, 1.0  # its job failed or was given up: the interactive path, within the quota
         if row["answer_error"]:
@@ -131,9 +132,10 @@ class BatchBook:
 
 def batch_wanted(ctx, kind: str) -> bool:
     """Whether this run sends its requests as batch jobs: gemini.batch, a model with a batch
-    client, not a dry run, not the hourly refresh."""
+    client, not a dry run, not the hourly refresh, not a run handing its items to workers."""
     client = getattr(ctx.summarizer, "client", None)
     return (ctx.settings.gemini.batch and not ctx.dry_run and kind not in INTERACTIVE_KINDS
+            and not ctx.settings.workers.enabled  # workers ask interactively (README, Batch mode)
             and hasattr(client, "batches"))
 
 

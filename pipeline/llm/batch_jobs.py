@@ -110,9 +110,10 @@ def _answers(job: dict, keys: list[str], responses: list) -> list[dict]:
 async def collect(store, client, settings, now: dt.datetime) -> list[dict]:
     """Ask the server about every running job: succeeded → its answers stored with their
     requests; failed / cancelled / expired, or older than gemini.batch_timeout_h (cancelled) →
-    its requests failed (the next run sends them interactively). Returns the jobs that succeeded."""
+    its requests failed (the next run sends them interactively). Returns the jobs that ended here
+    (succeeded or not: either way a run has work to do with them)."""
     timeout = dt.timedelta(hours=settings.gemini.batch_timeout_h)
-    succeeded = []
+    ended = []
     for job in store.batch_jobs(states=["running"]):
         try:
             remote = await client.batches.get(name=job["name"], config=types.GetBatchJobConfig(http_options=_HTTP))
@@ -127,22 +128,24 @@ async def collect(store, client, settings, now: dt.datetime) -> list[dict]:
             responses = remote.dest.inlined_responses if remote.dest is not None else []
             n = store.store_batch_answers(job["name"], _answers(job, store.batch_job_keys(job["name"]), responses), now)
             log.info("batch job %s succeeded: %d answers", job["name"], n)
-            succeeded.append(job)
+            ended.append(job)
         elif state in _FAILED:
             error = redact(f"batch job {state.removeprefix('JOB_STATE_').lower()}"
                            + (f": {remote.error.message}" if remote.error is not None and remote.error.message else ""))
             store.fail_batch_job(job["name"], _FAILED[state], error, now)
+            ended.append(job)
         elif now - job["submitted_at"] > timeout:
             try:
                 await client.batches.cancel(name=job["name"], config=types.CancelBatchJobConfig(http_options=_HTTP))
             except _API_FAILURES as exc:  # given up all the same: its answers would come too late
                 log.warning("%s", _api_error(f"batch job {job['name']}: cancelling", exc))
             store.fail_batch_job(job["name"], "timed_out", f"unfinished after {settings.gemini.batch_timeout_h:g} h", now)
+            ended.append(job)
         else:
             store.check_batch_job(job["name"], now)
     # answers nobody used for a long while (their items changed, or no run came): recomputed
     store.prune_batches(now - 2 * timeout - dt.timedelta(days=1))
-    return succeeded
+    return ended
 
 
 # ---------------------------------------------------------------- a run's two hooks (runner.py)
@@ -152,7 +155,9 @@ async def start_batch(ctx, kind: str) -> bool:
     summarizer. False (nothing done) when this run does not batch."""
     if not batch_wanted(ctx, kind):
         return False
-    await collect(ctx.store, ctx.summarizer.client, ctx.settings, ctx.now())
+    ended = await collect(ctx.store, ctx.summarizer.client, ctx.settings, ctx.now())
+    if ended:  # this run uses their answers (or sends their requests interactively): serve's poll need not
+        ctx.store.mark_batch_rerun([j["name"] for j in ended], ctx.now())
     ctx.summarizer.batch = BatchBook(ctx.store, ctx.settings, ctx.clock,
                                      thinking_budget=getattr(ctx.summarizer.client, "thinking_budget", None))
     return True
@@ -169,24 +174,33 @@ async def finish_batch(ctx, kind: str, date_from, date_to, guild_id) -> list[dic
 
 async def poll(run_context, store, settings, clock) -> dict:
     """serve's poll (every gemini.batch_poll_s): collect the finished jobs, then run again each run
-    that submitted jobs which succeeded (kind and dates as stored with the job; a rollover runs for
-    every guild: the others' items are fresh). Returns the jobs collected and the new run ids."""
+    that submitted a job which ended — succeeded (its answers wait) or not (its requests go
+    interactive) — and that no run has taken up since (rerun_at empty: also those a crash or a
+    failed re-run left). Kind and dates as stored with the job; a rollover runs for every guild:
+    the others' items are fresh. One re-run failing does not keep the others from running.
+    Returns the jobs collected, the new run ids and how many re-runs failed."""
     from ..runner import execute  # the runner calls start_batch / finish_batch from this module
 
     ctx = run_context()
     try:
-        succeeded = await collect(store, ctx.summarizer.client, settings, clock()) if hasattr(
+        ended = await collect(store, ctx.summarizer.client, settings, clock()) if hasattr(
             getattr(ctx.summarizer, "client", None), "batches") else []
     finally:
         close = getattr(ctx.summarizer, "aclose", None)
         if close is not None:
             await close()
+    waiting = [j for j in store.batch_jobs() if j["finished_at"] is not None and j["rerun_at"] is None]
     runs: dict[tuple, list[str]] = {}
-    for job in sorted(succeeded, key=lambda j: (j["submitted_at"], j["name"])):
+    for job in sorted(waiting, key=lambda j: (j["submitted_at"], j["name"])):
         runs.setdefault((job["run_kind"], job["date_from"], job["date_to"], job["guild_id"]), []).append(job["name"])
-    run_ids = []
+    run_ids, failed = [], 0
     for (kind, date_from, date_to, guild_id), names in runs.items():
         store.mark_batch_rerun(names, clock())
-        result = await execute(run_context(), kind, date_from, date_to, guild_id)
+        try:
+            result = await execute(run_context(), kind, date_from, date_to, guild_id)
+        except Exception:  # execute recorded the run as failed; the other runs still go
+            log.exception("batch poll: the re-run of %s %s..%s failed", kind, date_from, date_to)
+            failed += 1
+            continue
         run_ids.append(result.run_id)
-    return {"batch_jobs_collected": len(succeeded), "run_ids": run_ids}
+    return {"batch_jobs_collected": len(ended), "run_ids": run_ids, "reruns_failed": failed}

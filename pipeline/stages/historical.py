@@ -29,7 +29,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..calendar import HISTORY_DAYS, days_between, history_days
+from ..calendar import HISTORY_DAYS, days_between, historical_item_key, history_days
 from ..hashing import input_hash
 from .context import RunContext
 from .recent import RENDER, render_week, week_room
@@ -139,7 +139,7 @@ async def run_historical(ctx: RunContext, partition: str, guild_id: int | None, 
             ctx.stats.planned_prompt_tokens += tokens
 
         status = await refresh_item(ctx, Item(
-            key=f"historical:{partition}:{uid}:{day1.isoformat()}", input_hash=key, stored=existing.get(uid),
+            key=historical_item_key(partition, uid, day1), input_hash=key, stored=existing.get(uid),
             reread=lambda: next(iter(ctx.store.historicals([day1], partition=partition, user_ids=[uid])), None),
             compute=compute, plan=plan, reused=reusable.get(uid), copy=copy))
         ctx.stats.historical_items += 1

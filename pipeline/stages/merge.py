@@ -26,7 +26,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from ..calendar import Scope, parse_scope
+from ..calendar import Scope, merge_item_key, parse_scope
 from ..hashing import input_hash
 from ..memory.audience import is_one_to_one, source_partitions
 from ..memory.profile import UserFacts
@@ -265,7 +265,7 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
             ctx.stats.planned_prompt_tokens += tokens
 
     status = await refresh_item(ctx, Item(
-        key=f"merge:{scope}:{user_id}", input_hash=key, stored=stored,
+        key=merge_item_key(scope, user_id), input_hash=key, stored=stored,
         reread=reread, compute=compute, plan=plan, settled=newer, on_cached=moved))
     if status is ItemStatus.STALE:
         ctx.stats.contexts_stale += 1

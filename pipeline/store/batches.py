@@ -17,6 +17,7 @@ from typing import Iterable, Iterator, Protocol
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from ..calendar import daily_item_key, historical_item_key, merge_item_key
 from ..db.tables import llm_batch_jobs, llm_batch_requests
 from .base import chunks, insert_for
 
@@ -41,7 +42,8 @@ class BatchStorage(Protocol):
     def mark_batch_rerun(self, names: Iterable[str], now: dt.datetime) -> None: ...
     def use_batch_requests(self, keys: Iterable[str], now: dt.datetime) -> int: ...
     def delete_used_batch_requests(self) -> int: ...
-    def drop_batch_requests(self, *, item_keys: Iterable[str] | None = None, conn: Connection | None = None) -> int: ...
+    def drop_batch_requests(self, *, partition_days: Iterable[tuple[str, dt.date]] | None = None,
+                            conn: Connection | None = None) -> int: ...
     def prune_batches(self, before: dt.datetime) -> int: ...
 
 
@@ -158,16 +160,27 @@ class BatchStore:
         with self.writing("deleting used batch requests") as conn:
             return conn.execute(sa.delete(llm_batch_requests).where(R.used_at.is_not(None))).rowcount
 
-    def drop_batch_requests(self, *, item_keys: Iterable[str] | None = None, conn: Connection | None = None) -> int:
+    def drop_batch_requests(self, *, partition_days: Iterable[tuple[str, dt.date]] | None = None,
+                            conn: Connection | None = None) -> int:
         """Requests and answers not yet used, which quote chat text and summaries (privacy): every
-        one (user erase, clear and forget), or those the items `item_keys` recorded (a message
-        deletion: its partition-days' daily requests). They are recomputed: a run records what it
-        still needs; answers of a job still running are dropped."""
+        one (user erase, clear and forget), or — `partition_days`, a message deletion's — those
+        that may quote those days: their daily requests, the past weeks of their partitions (a
+        daily summary may quote a message whole), every merge (a scope reads many partitions; the
+        last round of a night) and any request no item marked. The rest of a batch night stays.
+        They are recomputed: a run records what it still needs."""
         with self._batch_conn("dropping batch requests", conn) as cx:
-            if item_keys is None:
+            if partition_days is None:
                 return cx.execute(sa.delete(llm_batch_requests)).rowcount
-            return sum(cx.execute(sa.delete(llm_batch_requests).where(R.item_key.in_(part))).rowcount
-                       for part in chunks(sorted(set(item_keys))))
+            days = sorted(set(partition_days))
+            if not days:
+                return 0
+            partitions = sorted({p for p, _d in days})
+            quoting = sa.or_(R.item_key.is_(None), R.item_key.like(merge_item_key("%", "%")),
+                             *[R.item_key.like(historical_item_key(p, "%", "%")) for p in partitions])
+            n = cx.execute(sa.delete(llm_batch_requests).where(quoting)).rowcount
+            for part in chunks([daily_item_key(p, d) for p, d in days]):
+                n += cx.execute(sa.delete(llm_batch_requests).where(R.item_key.in_(part))).rowcount
+            return n
 
     def prune_batches(self, before: dt.datetime) -> int:
         """Answers and failures nobody used since `before`, and jobs finished before it."""

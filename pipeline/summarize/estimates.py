@@ -33,7 +33,8 @@ class LLMEstimates:
         return self._planned(operation, 1, self.prompt_tokens(operation, prompt))
 
     def _planned(self, operation: str, calls: int, prompt_tokens: int) -> tuple[int, int]:
-        """An estimate; its input cost adds to planned_cost (at batch prices with gemini.batch)."""
-        factor = self.cfg.batch_price_factor if self.cfg.batch else 1.0
+        """An estimate; its input cost adds to planned_cost (at batch prices when the run would batch:
+        gemini.batch without workers, which ask interactively)."""
+        factor = self.cfg.batch_price_factor if self.batch_priced else 1.0
         self.planned_cost += self._price(self.cfg.model_for(operation), prompt_tokens, 0) * factor
         return calls, prompt_tokens

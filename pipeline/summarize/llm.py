@@ -60,7 +60,7 @@ class LLMSummarizer(LLMEstimates):
 
     def __init__(self, settings, client: LLMClient, *, sleep=asyncio.sleep, monotonic=None,
                  clock: Clock = system_clock):
-        self.cfg = settings.gemini
+        self.cfg, self.batch_priced = settings.gemini, settings.gemini.batch and not settings.workers.enabled
         self.lengths = settings.summary
         self.client = client
         self.fallback = ExtractiveSummarizer(settings.summary)

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from pipeline.cli import cli
 from pipeline.clock import fixed_clock
 from pipeline.config import ModelLimits
-from pipeline.controls import forget
+from pipeline.controls import forget, remember
 from pipeline.controls.clear import clear, erase
 from pipeline.ingest import ingest_messages
 from pipeline.runner import execute
@@ -101,13 +101,13 @@ def interactive_reference(tmp_path, settings, server) -> dict:
         ref.close()
 
 
-def finish_the_night(store, s, server) -> None:
+def finish_the_night(store, s, server, rounds: int = ROUNDS) -> None:
     """Rounds until nothing waits: each finishes the jobs the last one submitted."""
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         server.finish_batches()
         if not night(store, s)[1]["deferred"]:
             return
-    raise AssertionError(f"still deferring after {ROUNDS} rounds")
+    raise AssertionError(f"still deferring after {rounds} rounds")
 
 
 def items(row: dict) -> int:
@@ -226,6 +226,44 @@ def test_the_serve_poll_collects_finished_jobs_and_runs_the_submitting_run_again
     assert server.calls("generateContent") == []
 
 
+def test_the_serve_poll_runs_again_the_run_of_a_failed_job(store, settings, server):
+    """A job that failed is a job that ended: its run goes again (sending its requests
+    interactively), not only at the next rollover."""
+    s = batch_settings(settings, server)
+    chat(store, s)
+    now = dt.datetime(2026, 11, 5, 12, tzinfo=UTC)
+    night(store, s, now=now)
+    server.fail_batches()
+    rt = Runtime(store, s, clock=fixed_clock(now + dt.timedelta(minutes=10)), make_summarizer=llm)
+    report = asyncio.run(run_job(rt, BATCH_POLL))
+    assert report["outcome"] == "ok" and report["batch_jobs_collected"] == 1 and len(report["run_ids"]) == 1
+    rerun = store.run(report["run_ids"][0])
+    assert rerun["status"] == "ok" and rerun["llm_calls"] > 0
+    assert server.calls("generateContent")  # the failed job's requests, asked interactively
+    again = asyncio.run(run_job(rt, BATCH_POLL))  # taken up once: not run again
+    assert again["run_ids"] == [] or all(r != report["run_ids"][0] for r in again["run_ids"])
+
+
+def test_an_in_chat_forget_in_a_batch_night_is_applied_and_fails_no_run(store, settings, server):
+    """A chat forget is applied by the run itself (outside any item): its model request goes
+    interactively — a Deferred there would fail the run, and every run after it."""
+    s = batch_settings(settings, server)
+    chat(store, s)
+    # a fact for the forget to ask the model about (the canned answers extract none here)
+    asyncio.run(remember(make_context(store, s), f"dm:{DM}", ANA, "Is building a drawbridge that really works",
+                         requested_by=ANA))
+    ingest_messages(store, [_msg(98, DM, ANA, "Please forget what I said about the drawbridge.", 4, 22, "Ana")], s)
+    # the request is applied once the dailies are all made; the days it reaches are made again,
+    # in batch too: the night's rounds start over once
+    finish_the_night(store, s, server, rounds=2 * ROUNDS)
+    with store.engine.connect() as conn:
+        left = conn.execute(sa.text("SELECT text FROM memory_facts WHERE user_id = :u"), {"u": ANA}).scalars().all()
+    assert not any("drawbridge" in t for t in left), left
+    runs = store.runs(20)
+    assert {r["status"] for r in runs} == {"ok"}, [(r["status"], r["error"]) for r in runs]
+    assert sum(r["requests_forgotten"] for r in runs) == 1
+
+
 def test_serve_schedules_the_poll_only_with_batch_on(settings, server):
     assert BATCH_POLL not in build_triggers(settings)
     s = batch_settings(settings, server, batch_poll_s=90)
@@ -263,22 +301,46 @@ def test_erase_and_clear_leave_nothing_in_the_batch_tables(store, settings, serv
     assert batch_rows(store)["llm_batch_requests"] == []
 
 
-def test_a_deleted_message_leaves_nothing_in_the_batch_tables(store, settings, server):
+CANARY = re.compile(r"ZQXDELETEDCANARY")
+
+
+def _dropped_by_deletion(item_key: str | None, day: str) -> bool:
+    """What a deletion of a guild message of `day` drops: that day's daily requests, the guild's
+    past weeks, every merge, anything unmarked (pipeline/store/batches.py drop_batch_requests)."""
+    return (item_key is None or item_key == f"daily:guild:{G}:{day}" or item_key.startswith("merge:")
+            or item_key.startswith(f"historical:guild:{G}:"))
+
+
+def _batch_keys(store) -> dict:
+    return {r["request_key"]: r["item_key"] for r in batch_rows(store)["llm_batch_requests"]}
+
+
+@pytest.mark.parametrize("when", ["daily round", "historical round"])
+def test_a_deleted_message_leaves_nothing_in_the_batch_tables(store, settings, server, when):
     from pipeline.ingest import delete_messages
 
     s = batch_settings(settings, server)
     chat(store, s)
-    ingest_messages(store, [_msg(99, GENERAL, BO, "ZQXDELETEDCANARY is my new server password hint.", 4, 23, "Bo")], s)
-    night(store, s)  # submitted: a prompt quotes the message
-    assert "llm_batch_requests" in tokens_in_tables(store.engine, re.compile(r"ZQXDELETEDCANARY"))
-    before = {r["request_key"]: r["item_key"] for r in batch_rows(store)["llm_batch_requests"]}
+    ingest_messages(store, [_msg(99, GENERAL, BO, "ZQXDELETEDCANARY is my new server password hint.", 3, 23, "Bo")], s)
+    night(store, s)  # submitted: a daily prompt quotes the message
+    for _ in range(ROUNDS if when == "historical round" else 0):  # on to a past week quoting its summary
+        if any(k and k.startswith("historical:") for k, t in
+               ((r["item_key"], str(r["request"])) for r in batch_rows(store)["llm_batch_requests"]) if CANARY.search(t)):
+            break
+        server.finish_batches()
+        night(store, s)
+    else:
+        assert when == "daily round", "no past-week request quoted the message"
+    assert "llm_batch_requests" in tokens_in_tables(store.engine, CANARY)
+    before = _batch_keys(store)
     delete_messages(store, [(GENERAL, 1190000000000095099)], s)
-    assert tokens_in_tables(store.engine, re.compile(r"ZQXDELETEDCANARY")) == {}
-    # only that partition-day's requests went: the rest of the night's batch stays where it was
-    after = {r["request_key"]: r["item_key"] for r in batch_rows(store)["llm_batch_requests"]}
-    assert after == {k: v for k, v in before.items() if v != f"daily:guild:{G}:2026-11-04"} and after
+    # at once in the batch tables (the summaries made from it go with the day's next run)
+    assert "llm_batch_requests" not in tokens_in_tables(store.engine, CANARY)
+    # the rest of the night's batch stays where it was (the DM's and the other days' requests)
+    after = _batch_keys(store)
+    assert after == {k: v for k, v in before.items() if not _dropped_by_deletion(v, "2026-11-03")} and after
     finish_the_night(store, s, server)  # asked again without it
-    assert tokens_in_tables(store.engine, re.compile(r"ZQXDELETEDCANARY")) == {}
+    assert tokens_in_tables(store.engine, CANARY) == {}
 
 
 def test_mempipe_batches_lists_the_jobs_and_runs_shows_the_deferred_items(store, db_url, settings, server):
