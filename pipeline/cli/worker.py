@@ -13,8 +13,8 @@ from .main import State, cli, stop_on_signals
 
 @cli.command("worker")
 @click.option("--concurrency", type=click.IntRange(min=1), default=None, metavar="N",
-              envvar="MEMPIPE_WORKERS__CONCURRENCY", show_envvar=True,
-              help="Jobs this process runs at once (default: workers.concurrency, 4). Model requests in "
+              help="Jobs this process runs at once (default: workers.concurrency, 4; "
+                   "MEMPIPE_WORKERS__CONCURRENCY sets it as every setting). Model requests in "
                    "flight stay within gemini.concurrency, as in one run.")
 @click.pass_obj
 def worker_cmd(state: State, concurrency):

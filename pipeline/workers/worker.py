@@ -93,11 +93,10 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-async def work(settings: Settings, *, concurrency: int, stop: asyncio.Event, until_empty: bool = False,
-               clock: Clock = system_clock, summarizer=None) -> None:
-    """Run jobs of `settings.workers.queue` until `stop` is set (or, `until_empty`, until the queue
-    has none left: tests). Raises ConfigError on SQLite, SchemaError when the queue's tables are
-    missing, StoreError when the worker loses its database."""
+async def work(settings: Settings, *, concurrency: int, stop: asyncio.Event, clock: Clock = system_clock,
+               summarizer=None) -> None:
+    """Run jobs of `settings.workers.queue` until `stop` is set. Raises ConfigError on SQLite,
+    SchemaError when the queue's tables are missing, StoreError when the worker loses its database."""
     from procrastinate.worker import Worker
 
     require_postgresql(sa.engine.make_url(settings.database_url).get_backend_name(), "`mempipe worker`")
@@ -109,7 +108,7 @@ async def work(settings: Settings, *, concurrency: int, stop: asyncio.Event, unt
         async with opened(queue_app(app.store.engine.url, max_connections=concurrency + 3, tasks=True)) as queue:
             await check_schema(queue)
             worker = Worker(
-                app=queue, queues=[w.queue], name=worker_name(), concurrency=concurrency, wait=not until_empty,
+                app=queue, queues=[w.queue], name=worker_name(), concurrency=concurrency,
                 delete_jobs="successful",  # a job gone from the queue succeeded (dispatch.py reads it so)
                 additional_context={RUNTIME: runtime}, install_signal_handlers=False,
                 update_heartbeat_interval=w.heartbeat_s, stalled_worker_timeout=w.stalled_s,
@@ -133,7 +132,7 @@ async def work(settings: Settings, *, concurrency: int, stop: asyncio.Event, unt
                         beating.cancel()
                         await asyncio.gather(beating, return_exceptions=True)
             running.result()
-            if not stop.is_set() and not until_empty:
+            if not stop.is_set():
                 raise StoreError(f"the worker stopped on its own: its connection to {app.store.safe_url} failed "
                                  f"(see the log above)")
     finally:

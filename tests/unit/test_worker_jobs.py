@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import types
 
 import pytest
 
 from pipeline.config import Timezones
 from pipeline.errors import ConfigError
 from pipeline.runner import plan_run
+from pipeline.workers.dispatch import Dispatcher
 from pipeline.workers.jobs import (DAILY, HISTORICAL, MERGES, daily_jobs, day1_by_zone, historical_jobs, merge_groups,
                                    merge_jobs, zone_days)
 
@@ -42,9 +44,21 @@ def test_the_queueing_lock_is_the_item_and_what_it_gets_never_the_run():
     assert a.key == forced.key  # one lock: never computed twice at once
     assert a.queueing_lock != forced.queueing_lock  # asked for differently: a job of its own
     assert a.queueing_lock.startswith(a.key + "#")
-    assert a.kwargs({"id": 1, "kind": "run"})["item"] == a.kwargs({"id": 2, "kind": "refresh"})["item"]
+    runs = [{"id": 1, "kind": "run"}, {"id": 2, "kind": "refresh"}]
+    jobs = [_job(a, run) for run in runs]  # the jobs two runs defer for the item
+    assert {(j.lock, j.queueing_lock, j.queue) for j in jobs} == {(a.key, a.queueing_lock, "q")}
+    assert [j.task_kwargs for j in jobs] == [{"run": run, "item": a.item} for run in runs]
     [again] = daily_jobs([(f"guild:{G1}", G1, D)], force=False, queued={}, day1={})
     assert again.queueing_lock == a.queueing_lock  # another run, same inputs: the same waiting job
+
+
+def _job(spec, run: dict):
+    """The procrastinate job a run's Dispatcher defers for `spec` (pipeline/workers/dispatch.py)."""
+    from procrastinate import App
+    from procrastinate.testing import InMemoryConnector
+
+    dispatcher = types.SimpleNamespace(workers=types.SimpleNamespace(queue="q"), run=run)
+    return Dispatcher._job(dispatcher, App(connector=InMemoryConnector()), spec)
 
 
 def test_a_historical_job_per_partition_as_of_its_own_day_1():
