@@ -6,7 +6,9 @@ them): noted when a partition-day is summarised, applied after the daily stage o
   applies a request twice. The request message is never mined for facts (its extracted facts are
   dropped, counted as facts_rejected_request).
 - Applied (`apply_requests`, by the runner once the day's summaries and facts are written, in the
-  order they were said): through the controls of pipeline/controls/facts.py with the speaker as
+  order they were said), each by the one run that claims it (pending -> applied / refused, so two
+  overlapping runs never both apply it; a crash between claim and apply loses it, never repeats
+  it): through the controls of pipeline/controls/facts.py with the speaker as
   requester and subject, in the scope of the partition it was said in (so at its privacy level: a
   remember there is a fact of that partition, confidence 1, source "chat"; a forget works like
   `facts forget` in that scope). A refused request (about someone else; a fact `facts remember`
@@ -50,8 +52,13 @@ async def apply_requests(ctx: RunContext) -> set[str]:
     if ctx.dry_run or pending is None:
         return set()
     touched: set[str] = set()
-    for r in pending():
+    for r in pending():  # each with its text, read before the claim clears it
         user_id, scope, reason = r["user_id"], r["partition"], r["reason"]
+        # claimed first: of two overlapping runs only one applies it; a crash after the claim
+        # leaves it handled but not applied (at most once, never twice)
+        if not ctx.store.claim_request(r["channel_id"], r["message_id"], "refused" if reason else "applied",
+                                       reason, ctx.now()):
+            continue
         if reason is None:
             try:
                 if r["kind"] == FORGET:
@@ -64,9 +71,9 @@ async def apply_requests(ctx: RunContext) -> set[str]:
                     ctx.stats.requests_remembered += 1
             except InputError:  # refused by the rules of `facts remember` (pipeline/safety.py, raw ids)
                 reason = UNSAFE
+                ctx.store.handled_request(r["channel_id"], r["message_id"], "refused", reason, ctx.now())
         if reason is not None:
             name = f"requests_refused_{reason}"
             setattr(ctx.stats, name, getattr(ctx.stats, name) + 1)
             record(ctx.store, r["kind"], user_id, "subject", user_id, scope, ctx.now(), {}, via="chat", refused=reason)
-        ctx.store.handled_request(r["channel_id"], r["message_id"], "refused" if reason else "applied", reason, ctx.now())
     return touched

@@ -1,7 +1,7 @@
 """chat_requests: in-chat memory requests found by the daily stage, applied once
 (pipeline/stages/requests.py). A request is recorded when found (pending, with its text) — a
-request found again, when its day is made again, is left as it is — and marked applied or
-refused when handled, its text then cleared."""
+request found again, when its day is made again, is left as it is — and claimed (marked
+applied or refused, its text cleared) by the one run that then applies it."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from ..db.tables import chat_requests
 class RequestsStorage(Protocol):
     def record_requests(self, rows: list[dict]) -> None: ...
     def pending_requests(self) -> list[dict]: ...
+    def claim_request(self, channel_id: int, message_id: int, status: str, reason: str | None,
+                      now: dt.datetime) -> bool: ...
     def handled_request(self, channel_id: int, message_id: int, status: str, reason: str | None,
                         now: dt.datetime) -> None: ...
 
@@ -40,8 +42,20 @@ class RequestsStore:
         return self.rows("reading chat requests", sa.select(chat_requests).where(c.status == "pending")
                          .order_by(c.ts, c.channel_id, c.message_id))
 
+    def claim_request(self, channel_id: int, message_id: int, status: str, reason: str | None,
+                      now: dt.datetime) -> bool:
+        """Mark a pending request handled (applied, or refused with its reason), its text cleared;
+        True when this call did it — False when it was no longer pending (handled by an
+        overlapping run, or deleted by a clear): only the caller that claims it applies it."""
+        c = chat_requests.c
+        with self.writing("claiming a chat request") as conn:
+            return conn.execute(sa.update(chat_requests).where(
+                c.channel_id == channel_id, c.message_id == message_id, c.status == "pending")
+                .values(status=status, reason=reason, text=None, handled_at=now)).rowcount == 1
+
     def handled_request(self, channel_id: int, message_id: int, status: str, reason: str | None,
                         now: dt.datetime) -> None:
+        """Set a request's outcome (a claimed one the controls then refused)."""
         c = chat_requests.c
         with self.writing("recording a chat request") as conn:
             conn.execute(sa.update(chat_requests).where(c.channel_id == channel_id, c.message_id == message_id)

@@ -196,3 +196,49 @@ def test_requests_in_the_telegram_exports(store, settings, run):
     assert first["requests_remembered"] == 1 and first["requests_forgotten"] == 1
     again = run("2026-11-02", "2026-11-03")
     assert again["llm_calls"] == 0 and again["requests_remembered"] == again["requests_forgotten"] == 0
+
+
+def test_two_overlapping_runs_apply_a_request_once(store, settings):
+    """A `mempipe run` during serve's refresh: both read the pending request before either has
+    handled it; the one that claims it applies it, the other skips it — one fact, one audit row."""
+    import threading
+
+    from pipeline.stages.requests import apply_requests
+
+    ingest_messages(store, [DAY_3[1]], settings)
+    msg = DAY_3[1]
+    store.record_requests([{"channel_id": msg["channel_id"], "message_id": msg["message_id"], "user_id": TOMAS,
+                            "partition": f"guild:{G}", "day": msg["ts"].date(), "ts": msg["ts"], "kind": "remember",
+                            "text": "Is vegetarian", "reason": None, "detected_at": msg["ts"]}])
+    both_read = threading.Barrier(2, timeout=30)
+    read = store.pending_requests
+
+    class Overlapping:  # the store, whose pending read waits until the other run has read too
+        def __getattr__(self, name):
+            return getattr(store, name)
+
+        def pending_requests(self):
+            rows = read()
+            both_read.wait()
+            return rows
+
+    ctxs = [make_context(Overlapping(), settings) for _ in range(2)]
+    errors: list[BaseException] = []
+
+    def one(ctx):
+        try:
+            asyncio.run(apply_requests(ctx))
+        except BaseException as e:  # noqa: BLE001  (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=one, args=(c,)) for c in ctxs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    assert sum(c.stats.requests_remembered for c in ctxs) == 1
+    audit = [a for a in user_audit(store, settings, TOMAS, requested_by=TOMAS) if a["detail"].get("via")]
+    assert [(a["action"], a["detail"]["via"]) for a in audit] == [("remember", "chat")]
+    assert len([f for f in _facts(store, TOMAS) if "vegetarian" in f["text"].lower()]) == 1
+    assert store.pending_requests() == []
