@@ -222,9 +222,10 @@ class WorkerSettings(BaseModel):
     def _stalled_after_missed_heartbeats(self) -> "WorkerSettings":
         # one late heartbeat (a busy database, a slow network) must not make a live worker dead
         if self.stalled_s < 2 * self.heartbeat_s:
-            raise ValueError(f"stalled_s ({self.stalled_s:g}) must be at least twice heartbeat_s ({self.heartbeat_s:g}), "
-                             f"or a live worker whose heartbeat is late has its jobs run again: set stalled_s to "
-                             f"{2 * self.heartbeat_s:g} or more (runs and workers must agree on both)")
+            raise ValueError(f"stalled_s ({self.stalled_s:g}) must be at least twice heartbeat_s "
+                             f"({self.heartbeat_s:g}), or a live worker whose heartbeat is late has its jobs run "
+                             f"again: set stalled_s to {2 * self.heartbeat_s:g} or more (runs and workers must agree "
+                             f"on both)")
         return self
 
 
