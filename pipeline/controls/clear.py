@@ -2,9 +2,10 @@
 from the database.
 
 clear in scope S reaches what S's context of the user is built from (the audience rule,
-`MergeInputs.source_partitions`): the user's daily and historical summaries and facts of those
-partitions (without a scope: all of them, `global` facts included), and the user's profiles and
-contexts that read one of them. A `clear` exclusion window (until now) keeps the messages said
+`MergeInputs.source_partitions`): the user's daily and historical summaries, facts and in-chat
+requests (`chat_requests`: a pending one is then never applied) of those partitions (without a
+scope: all of them, `global` facts included), and the user's profiles and contexts that read one
+of them. A `clear` exclusion window (until now) keeps the messages said
 before it out of every later summary and fact, and the partition-days the user spoke in are
 queued, so the next run makes the other speakers' summaries again without them. With
 `include_history` the user's messages there are deleted too (pipeline.ingest.delete_messages).

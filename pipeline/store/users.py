@@ -18,12 +18,13 @@ from typing import Callable, Collection, Iterable, Iterator, Protocol
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..db.tables import (FTS_TABLE, chat_history, control_actions, daily_summaries, historical_summaries, memory_context,
-                         is_search_index, memory_facts, memory_profiles, metadata, partition_days)
+from ..db.tables import (FTS_TABLE, chat_history, chat_requests, control_actions, daily_summaries, historical_summaries,
+                         memory_context, is_search_index, memory_facts, memory_profiles, metadata, partition_days)
 
 USER_COLUMN = "user_id"
-# The derived texts of a user (their own rows): a clear deletes them.
-USER_DERIVED = (daily_summaries, historical_summaries, memory_facts, memory_profiles, memory_context)
+# The derived rows of a user (their own rows): a clear deletes them — chat_requests too (a pending
+# in-chat request of a cleared partition is then never applied; pipeline/stages/requests.py).
+USER_DERIVED = (daily_summaries, historical_summaries, memory_facts, memory_profiles, memory_context, chat_requests)
 # Texts that may name someone else: (table, text columns). An erase deletes another user's row
 # when one of them names the erased user (the rows are made again, without the name, by the next run).
 NAMING_TEXTS = ((daily_summaries, ("summary",)), (historical_summaries, ("summary",)),
@@ -118,8 +119,9 @@ class UsersStore:
 
     def delete_user_rows(self, user_id: int, partitions: Collection[str] | None, scopes: Collection[str] | None, *,
                          conn: Connection | None = None) -> Counter:
-        """Delete the user's daily and historical summaries and facts of `partitions`, and their
-        profiles and contexts of `scopes` (None: every one). Returns the rows deleted per table."""
+        """Delete the user's daily and historical summaries, facts and in-chat requests of
+        `partitions`, and their profiles and contexts of `scopes` (None: every one). Returns the
+        rows deleted per table."""
         with self._in("clearing a user's memory", conn) as cx:
             return _delete_derived(cx, user_id, partitions, scopes)
 

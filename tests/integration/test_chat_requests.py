@@ -242,3 +242,28 @@ def test_two_overlapping_runs_apply_a_request_once(store, settings):
     assert [(a["action"], a["detail"]["via"]) for a in audit] == [("remember", "chat")]
     assert len([f for f in _facts(store, TOMAS) if "vegetarian" in f["text"].lower()]) == 1
     assert store.pending_requests() == []
+
+
+def _pending(msg: dict, partition: str, kind: str, text: str) -> dict:
+    return {"channel_id": msg["channel_id"], "message_id": msg["message_id"], "user_id": msg["user_id"],
+            "partition": partition, "day": msg["ts"].date(), "ts": msg["ts"], "kind": kind, "text": text,
+            "reason": None, "detected_at": msg["ts"]}
+
+
+def test_clear_deletes_the_requests_of_its_scope_and_they_are_never_applied(store, settings):
+    from pipeline.controls import clear
+    from pipeline.stages.requests import apply_requests
+
+    ingest_messages(store, DAY_3 + DAY_4, settings)
+    store.record_requests([_pending(DAY_3[1], f"guild:{G}", "remember", "Is vegetarian"),
+                           _pending(DAY_4[0], f"dm:{DM}", "forget", "the hospital")])
+    clear(store, settings, TOMAS, requested_by=TOMAS, scope=f"guild:{G}")
+    # the group's request is gone with the rest of his memory there; the DM's is out of reach
+    assert [(r["partition"], r["kind"]) for r in store.pending_requests()] == [(f"dm:{DM}", "forget")]
+    ctx = make_context(store, settings)
+    asyncio.run(apply_requests(ctx))
+    assert ctx.stats.requests_remembered == 0 and ctx.stats.requests_forgotten == 1
+    assert not any("vegetarian" in f["text"].lower() for f in _facts(store, TOMAS))
+    clear(store, settings, TOMAS, requested_by=TOMAS)  # everywhere: the handled row too
+    with store.engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM chat_requests")).scalar_one() == 0
