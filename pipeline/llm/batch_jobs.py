@@ -60,10 +60,32 @@ def _api_error(what: str, exc: Exception) -> LLMError:
     return LLMError(f"{what}: {exc.__class__.__name__}")
 
 
+SUBMIT_LOCK = "mempipe:batch-submit"
+SUBMIT_WAIT_S = 120.0  # another process's submit: a few create calls
+
+
 async def submit(store, client, settings, run: dict, now: dt.datetime) -> list[dict]:
-    """Every pending request (recorded by any process) as batch jobs; the jobs as stored."""
+    """Every pending request (recorded by any process) as batch jobs; the jobs as stored. One
+    process submits at a time (a lock on the database): two runs reading the same pending rows
+    would each create a job for them, and the second would be billed for nothing."""
+    lock = store.lock(SUBMIT_LOCK, file_suffix="batch")
+    waited = 0.0
+    while not lock.try_acquire():
+        if waited >= SUBMIT_WAIT_S:  # still submitting: it sends what this run recorded, or the next run does
+            log.warning("batch: another process has been submitting for %.0f s; this run leaves it the pending "
+                        "requests", waited)
+            return []
+        await asyncio.sleep(0.2)
+        waited += 0.2
+    try:
+        return await _submit_pending(store, client, run, now)
+    finally:
+        lock.release()
+
+
+async def _submit_pending(store, client, run: dict, now: dt.datetime) -> list[dict]:
     jobs = []
-    for model, rows in split_jobs(store.pending_batch_requests()):
+    for model, rows in split_jobs(store.pending_batch_requests()):  # read under the lock
         inlined = []
         for row in rows:
             r = row["request"]

@@ -264,6 +264,34 @@ def test_an_in_chat_forget_in_a_batch_night_is_applied_and_fails_no_run(store, s
     assert sum(r["requests_forgotten"] for r in runs) == 1
 
 
+def test_two_runs_submitting_at_once_make_one_job(store, db_kind, settings, server):
+    """Two processes ending their rounds together read the same pending requests: one submits
+    them (a lock on the database), the other finds nothing left — never a second, billed job."""
+    from pipeline.llm.batch_jobs import submit
+
+    if db_kind == "sqlite" and store.engine.url.database in (None, "", ":memory:"):
+        pytest.skip("one in-memory SQLite database is one process")
+    s = batch_settings(settings, server)
+    now = dt.datetime(2026, 11, 5, 12, tzinfo=UTC)
+    for i in range(3):
+        store.record_batch_request(f"key-{i}", s.gemini.model_for("daily"),
+                                   {"prompt": f"prompt {i}", "system": "system", "schema": None,
+                                    "max_output_tokens": 64}, now)
+    run = {"run_kind": "run", "date_from": None, "date_to": None, "guild_id": None}
+
+    async def both():
+        one, two = llm(s), llm(s)
+        try:
+            return await asyncio.gather(submit(store, one.client, s, run, now), submit(store, two.client, s, run, now))
+        finally:
+            await one.aclose()
+            await two.aclose()
+    first, second = asyncio.run(both())
+    assert len(server.calls("batchGenerateContent")) == 1
+    assert sorted([len(first), len(second)]) == [0, 1]
+    assert [j["requests"] for j in batch_rows(store)["llm_batch_jobs"]] == [3]
+
+
 def test_serve_schedules_the_poll_only_with_batch_on(settings, server):
     assert BATCH_POLL not in build_triggers(settings)
     s = batch_settings(settings, server, batch_poll_s=90)
