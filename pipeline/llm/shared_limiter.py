@@ -27,8 +27,10 @@ The database calls are blocking SQLAlchemy (the store layer and its StoreError b
 with every other role) run in threads (asyncio.to_thread): one short transaction per request is
 cheap to hand to a thread, and an async engine would need a second error boundary and pool.
 release() and penalize() are called synchronously by the summarizer, so their writes run as
-background tasks; the next acquire (and aclose) waits for them and raises their StoreError — a
-database error is never swallowed, and an acquire always counts this process's own releases.
+background tasks; the next acquire (and aclose) waits for them and raises their StoreError, so
+an acquire always counts this process's own releases. The one place such an error is only
+logged is the run's closing (runner._close: a run's outcome is not replaced by its client's
+close); the slot then counts until it expires, as a dead process's would — cautious, never over.
 An acquire cancelled while its transaction runs may leave a slot in flight: it counts until it
 expires as a dead process's would (too cautious, never over the limit).
 """
