@@ -131,6 +131,16 @@ class InMemoryControls:
                 self._update("memory_facts", (fact_id,), {"sources": kept})
             return counts
 
+    def drop_chat_requests(self, keys, *, conn=None) -> int:
+        """In-chat requests (pipeline/store/requests.py). This store never holds any (it has no
+        `record_requests`: pipeline/stages/requests.py notes and applies them on the SQL stores):
+        nothing to drop."""
+        return 0
+
+    def prune_chat_requests(self, before, batch_size) -> int:
+        """As drop_chat_requests: none held, none pruned."""
+        return 0
+
     # ------------------------------------------------------------------ write_batch's part
 
     def _write_controls(self, dropped_days, queued_done) -> None:

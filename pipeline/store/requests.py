@@ -6,11 +6,14 @@ applied or refused, its text cleared) by the one run that then applies it."""
 from __future__ import annotations
 
 import datetime as dt
-from typing import Protocol
+import contextlib
+from typing import Iterator, Protocol
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 
 from ..db.tables import chat_requests
+from .base import chunks
 
 
 class RequestsStorage(Protocol):
@@ -20,6 +23,8 @@ class RequestsStorage(Protocol):
                       now: dt.datetime) -> bool: ...
     def handled_request(self, channel_id: int, message_id: int, status: str, reason: str | None,
                         now: dt.datetime) -> None: ...
+    def drop_chat_requests(self, keys: list[tuple[int, int]], *, conn: Connection | None = None) -> int: ...
+    def prune_chat_requests(self, before: dt.datetime, batch_size: int) -> int: ...
 
 
 class RequestsStore:
@@ -60,3 +65,40 @@ class RequestsStore:
         with self.writing("recording a chat request") as conn:
             conn.execute(sa.update(chat_requests).where(c.channel_id == channel_id, c.message_id == message_id)
                          .values(status=status, reason=reason, text=None, handled_at=now))
+
+    def drop_chat_requests(self, keys: list[tuple[int, int]], *, conn: Connection | None = None) -> int:
+        """Delete the requests of these messages ((channel_id, message_id): deleted messages), in
+        the caller's transaction when given; returns the rows deleted."""
+        c = chat_requests.c
+        with self._requests_conn("dropping chat requests", conn) as cx:
+            if cx.dialect.name == "sqlite":  # one keyed statement per message: a row-value IN scans the table
+                values = [{"ch": ch, "msg": msg} for ch, msg in sorted(set(keys))]
+                if not values:
+                    return 0
+                return cx.execute(sa.delete(chat_requests).where(
+                    c.channel_id == sa.bindparam("ch"), c.message_id == sa.bindparam("msg")), values).rowcount
+            return sum(cx.execute(sa.delete(chat_requests).where(sa.tuple_(c.channel_id, c.message_id).in_(chunk)))
+                       .rowcount for chunk in chunks(keys))
+
+    def prune_chat_requests(self, before: dt.datetime, batch_size: int) -> int:
+        """Delete handled requests (applied or refused) said before `before`, `batch_size` rows per
+        transaction; a pending one is kept until applied. Returns the rows deleted."""
+        c = chat_requests.c
+        total = 0
+        while True:
+            with self.writing("pruning chat requests") as conn:
+                batch = conn.execute(sa.select(c.channel_id, c.message_id).where(
+                    c.status != "pending", c.ts < before).limit(batch_size)).all()
+                if batch:
+                    self.drop_chat_requests([tuple(r) for r in batch], conn=conn)
+                total += len(batch)
+            if len(batch) < batch_size:
+                return total
+
+    @contextlib.contextmanager
+    def _requests_conn(self, op: str, conn: Connection | None) -> Iterator[Connection]:
+        if conn is not None:  # the caller's transaction (a message deletion's)
+            yield conn
+        else:
+            with self.writing(op) as own:
+                yield own

@@ -267,3 +267,25 @@ def test_clear_deletes_the_requests_of_its_scope_and_they_are_never_applied(stor
     clear(store, settings, TOMAS, requested_by=TOMAS)  # everywhere: the handled row too
     with store.engine.connect() as conn:
         assert conn.execute(sa.text("SELECT count(*) FROM chat_requests")).scalar_one() == 0
+
+
+def test_drop_and_prune_chat_requests(store, settings):
+    """The store's deletions for message deletion (by message, in the caller's transaction) and
+    for retention (handled requests older than a cutoff, in batches; pending ones kept)."""
+    msgs = [_msg(20 + i, BOARD, TOMAS, f"Remember that I like game {i}", 3, 9 + i) for i in range(4)]
+    store.record_requests([_pending(m, f"guild:{G}", "remember", f"Likes game {i}") for i, m in enumerate(msgs)])
+    for m in msgs[:3]:  # handled: the first three; the last one still pending
+        assert store.claim_request(m["channel_id"], m["message_id"], "applied", None, m["ts"])
+    key = (msgs[0]["channel_id"], msgs[0]["message_id"])
+    with pytest.raises(RuntimeError), store.transaction() as conn:  # the caller's transaction fails: kept
+        store.drop_chat_requests([key], conn=conn)
+        raise RuntimeError
+    with store.transaction() as conn:
+        assert store.drop_chat_requests([key, key, (1, 2)], conn=conn) == 1
+    assert store.drop_chat_requests([]) == 0
+    assert store.prune_chat_requests(msgs[1]["ts"] + dt.timedelta(minutes=1), 10) == 1  # said before: msgs[1]
+    assert store.prune_chat_requests(msgs[3]["ts"] + dt.timedelta(hours=1), 1) == 1  # msgs[2]; msgs[3] pending
+    assert [r["message_id"] for r in store.pending_requests()] == [msgs[3]["message_id"]]
+    with store.engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM chat_requests")).scalar_one() == 1
+
