@@ -289,3 +289,15 @@ def test_drop_and_prune_chat_requests(store, settings):
     with store.engine.connect() as conn:
         assert conn.execute(sa.text("SELECT count(*) FROM chat_requests")).scalar_one() == 1
 
+
+
+def test_a_remember_takes_the_level_of_its_partition(store, settings, run):
+    """README: in a restricted channel a `channel_restricted` fact of that channel, in a DM `dm`."""
+    mods = 1170000000000001703
+    restricted = _msg(30, BOARD, TOMAS, "Remember that I'm allergic to cats.", 3, 9) | {
+        "channel_id": mods, "visibility": "restricted", "channel_name": "mods"}
+    dm = _msg(31, DM, TOMAS, "Remember that I'm learning the cello.", 3, 10)
+    ingest_messages(store, [restricted, dm], settings)
+    assert run("2026-11-03", "2026-11-03")["requests_remembered"] == 2
+    levels = {(f["partition"], f["level"]) for f in _facts(store, TOMAS) if _sources(f) == ["chat"]}
+    assert levels == {(f"channel:{mods}", "channel_restricted"), (f"dm:{DM}", "dm")}
