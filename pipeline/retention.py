@@ -7,6 +7,10 @@
   for the seven days a replay may still ask for, then deleted.
 - contexts not refreshed for `retention_days` (the user went quiet, their inputs aged out).
 - worker jobs (PostgreSQL with workers) that failed or were cancelled: one day.
+- batch mode's requests (prompts and answers: chat text) untouched for twice
+  gemini.batch_timeout_h + a day, whether batch mode is on or not (collect prunes them too).
+- in-chat requests once handled and older than `retention_days` (their message is gone by then;
+  a pending one waits to be applied).
 - facts and forgotten facts are never deleted by retention: they are the user's own record.
 """
 
@@ -33,4 +37,7 @@ def apply_retention(store, settings, *, now: dt.datetime, batch_size: int = 5000
         # worker jobs that failed or were cancelled (pipeline/workers/): kept a day for `mempipe
         # runs` debugging, then gone with the ids in their arguments
         "procrastinate_jobs": store.queue_drop_ended(settings.workers.queue, before=now - dt.timedelta(days=1)),
+        "llm_batch_requests": store.prune_batches(
+            now - 2 * dt.timedelta(hours=settings.gemini.batch_timeout_h) - dt.timedelta(days=1)),
+        "chat_requests": store.prune_chat_requests(now - keep, batch_size),
     }

@@ -7,7 +7,8 @@ wherever it is in time (pipeline/runner.py; a day left with no message loses its
 facts lose the deleted messages from their provenance (`memory_facts.sources`), and a fact that
 rested only on them is deleted; a control_actions row per user whose data changed records how
 many rows (never a text); batch mode's stored requests that may quote the text go (their days',
-their partitions' past weeks, every merge; asked again). The historical rows and contexts built from those days follow at that
+their partitions' past weeks, every merge; asked again), and the in-chat requests of the
+deleted messages (a pending one is then never applied; one already applied stays applied). The historical rows and contexts built from those days follow at that
 run, by their input hashes.
 
 A message is (channel id, message id); a bare message id deletes every stored message with that
@@ -82,6 +83,7 @@ def delete_in(store, conn, pairs: list[tuple[int, int]], bare: list[int], settin
     days = partition_days_of(found, settings.timezones.for_guild)
     # batch mode's requests that may quote the deleted text go (asked again); the rest of a night stays
     store.drop_batch_requests(partition_days=days, conn=conn)
+    store.drop_chat_requests(keys, conn=conn)  # an in-chat request said in a deleted message (pending: never applied)
     counts["partition_days_queued"] = store.enqueue_days(
         [{"partition": p, "day": d, "reason": REASON} for p, d in sorted(days)], now, conn=conn)
     facts = store.drop_fact_sources({m["partition"] for m in found}, {f"{c}:{m}" for c, m in keys}, conn=conn)

@@ -183,9 +183,10 @@ class BatchStore:
             return n
 
     def prune_batches(self, before: dt.datetime) -> int:
-        """Answers and failures nobody used since `before`, and jobs finished before it."""
+        """Requests untouched since `before` in any state (answers nobody used, failures, and
+        pending or submitted ones a run left when batch mode was turned off: they hold chat text),
+        and jobs finished before it. Called by collect and by retention."""
         with self.writing("pruning batch requests") as conn:
-            n = conn.execute(sa.delete(llm_batch_requests).where(
-                R.state.in_(FINISHED_REQUEST_STATES), R.updated_at < before)).rowcount
+            n = conn.execute(sa.delete(llm_batch_requests).where(R.updated_at < before)).rowcount
             conn.execute(sa.delete(llm_batch_jobs).where(J.finished_at.is_not(None), J.finished_at < before))
             return n

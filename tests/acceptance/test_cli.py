@@ -149,5 +149,6 @@ def test_retention_command(mp, tmp_path):
         out = json.loads(mp("--config", str(config), "retention", "--json").output)
     assert out["chat_history"] == 90
     assert set(out) == {"chat_history", "daily_summaries", "partition_days", "historical_summaries",
-                        "memory_context", "memory_profiles", "procrastinate_jobs"}
+                        "memory_context", "memory_profiles", "procrastinate_jobs", "llm_batch_requests",
+                        "chat_requests"}
     assert out["procrastinate_jobs"] == 0  # no worker ever ran here: no ended job to drop

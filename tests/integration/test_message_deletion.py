@@ -227,3 +227,27 @@ def test_mempipe_import_and_messages_delete(db_url, settings, tmp_path):
     bad = runner.invoke(cli, base + ["messages", "delete", "12:x"])
     assert bad.exit_code == 2 and "12:x" in bad.output
     assert "CHANNEL:MESSAGE" in runner.invoke(cli, ["messages", "delete", "--help"]).output
+
+
+def test_a_deleted_request_message_takes_its_pending_request_with_it(store, settings):
+    """An in-chat request still waiting to be applied (a run noted it, another applies it) goes
+    with its message: a deleted "remember that …" is never applied."""
+    import sqlalchemy as sa
+
+    from pipeline.stages.requests import apply_requests
+
+    ts = dt.datetime(2026, 11, 3, 10, tzinfo=dt.timezone.utc)
+    row = {"message_id": 1190000000000990001, "channel_id": 1170000000000990001, "guild_id": 1150000000000990001,
+           "visibility": "public", "channel_name": "general", "user_id": 1160000000000990001, "user_name": "Ana",
+           "text": "Remember that I'm allergic to cats.", "ts": ts}
+    ingest_messages(store, [row], settings)
+    store.record_requests([{"channel_id": row["channel_id"], "message_id": row["message_id"], "user_id": row["user_id"],
+                            "partition": f"guild:{row['guild_id']}", "day": ts.date(), "ts": ts, "kind": "remember",
+                            "text": "Is allergic to cats", "reason": None, "detected_at": ts}])
+    delete_messages(store, [(row["channel_id"], row["message_id"])], settings)
+    assert store.pending_requests() == []
+    ctx = make_context(store, settings)
+    asyncio.run(apply_requests(ctx))
+    with store.engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM memory_facts")).scalar_one() == 0
+    assert tokens_in_tables(store.engine, re.compile("allergic")) == {}
