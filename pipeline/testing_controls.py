@@ -112,6 +112,10 @@ class InMemoryControls:
         with self._writing():
             return sum(self.tables["chat_history"].pop(k, None) is not None for k in set(keys))
 
+    def prune_batches(self, before) -> int:
+        """As drop_batch_requests: none held, none pruned (retention calls it)."""
+        return 0
+
     def drop_batch_requests(self, *, partition_days=None, conn=None) -> int:
         """Batch mode's stored requests (pipeline/store/batches.py). This store never holds any
         (batch mode needs a SQL store and a Gemini client): nothing to drop."""
