@@ -146,6 +146,16 @@ class StoreBase:
         """A transaction for callers that write through several role methods (an import)."""
         return self.writing("writing")
 
+    @contextlib.contextmanager
+    def writing_in(self, op: str, conn: Connection | None) -> Iterator[Connection]:
+        """The caller's transaction when given (`transaction()`: a control or an import writing
+        through several role methods, its own error boundary), else one of this op's own."""
+        if conn is not None:
+            yield conn
+        else:
+            with self.writing(op) as own:
+                yield own
+
     def rows(self, op: str, stmt) -> list[dict]:
         with self.reading(op) as conn:
             return as_dicts(conn.execute(stmt))

@@ -10,9 +10,8 @@ then a forced run may ask for them again), and user erase / clear / forget drop 
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-from typing import Iterable, Iterator, Protocol
+from typing import Iterable, Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -48,14 +47,6 @@ class BatchStorage(Protocol):
 
 
 class BatchStore:
-    @contextlib.contextmanager
-    def _batch_conn(self, op: str, conn: Connection | None) -> Iterator[Connection]:
-        if conn is not None:  # the caller's transaction (a user control's)
-            yield conn
-        else:
-            with self.writing(op) as own:
-                yield own
-
     # ------------------------------------------------------------------ requests
 
     def batch_request(self, key: str) -> dict | None:
@@ -168,7 +159,7 @@ class BatchStore:
         daily summary may quote a message whole), every merge (a scope reads many partitions; the
         last round of a night) and any request no item marked. The rest of a batch night stays.
         They are recomputed: a run records what it still needs."""
-        with self._batch_conn("dropping batch requests", conn) as cx:
+        with self.writing_in("dropping batch requests", conn) as cx:
             if partition_days is None:
                 return cx.execute(sa.delete(llm_batch_requests)).rowcount
             days = sorted(set(partition_days))

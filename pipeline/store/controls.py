@@ -80,14 +80,6 @@ def queue_key(key: tuple) -> tuple[str, dt.date, dt.datetime | None]:
 
 
 class ControlsStore:
-    @contextlib.contextmanager
-    def _within(self, op: str, conn: Connection | None) -> Iterator[Connection]:
-        if conn is not None:  # the caller's transaction (its own error boundary)
-            yield conn
-        else:
-            with self.writing(op) as own:
-                yield own
-
     # ------------------------------------------------------------------ exclusions
 
     def exclusions(self, user_ids: Iterable[int] | None = None) -> list[dict]:
@@ -104,7 +96,7 @@ class ControlsStore:
         """A window of the user's messages in `scope` (a partition, or "*") that runs leave out."""
         if kind not in EXCLUSION_KINDS:
             raise ValueError(f"unknown exclusion kind {kind!r} (use pause or clear)")
-        with self._within("recording an exclusion", conn) as c:
+        with self.writing_in("recording an exclusion", conn) as c:
             return c.execute(sa.insert(memory_exclusions).values(
                 user_id=user_id, scope=scope, kind=kind, from_ts=from_ts, until_ts=until_ts, created_at=now,
             ).returning(memory_exclusions.c.id)).scalar_one()
@@ -117,14 +109,14 @@ class ControlsStore:
         where = [c.user_id == user_id, c.scope == scope, c.until_ts.is_(None)]
         if kind is not None:
             where.append(c.kind == kind)
-        with self._within("ending exclusions", conn) as cx:
+        with self.writing_in("ending exclusions", conn) as cx:
             return cx.execute(sa.update(memory_exclusions).where(*where).values(until_ts=until_ts)).rowcount
 
     # ------------------------------------------------------------------ the audit trail
 
     def record_action(self, action: str, subject_key: str, requested_by: int | None, scope: str | None,
                       at: dt.datetime, rows_affected: int, detail: dict, *, conn: Connection | None = None) -> int:
-        with self._within("recording a control action", conn) as c:
+        with self.writing_in("recording a control action", conn) as c:
             return c.execute(sa.insert(control_actions).values(
                 action=action, subject_key=subject_key, requested_by=requested_by, scope=scope, at=at,
                 rows_affected=rows_affected, detail=detail,
@@ -147,7 +139,7 @@ class ControlsStore:
                                              "queued_at": now} for r in rows}
         if not rows:
             return 0
-        with self._within("queueing partition-days", conn) as c:
+        with self.writing_in("queueing partition-days", conn) as c:
             stmt = insert_for(c)(recompute_queue)
             c.execute(stmt.on_conflict_do_update(
                 index_elements=[recompute_queue.c.partition, recompute_queue.c.day],
@@ -162,7 +154,7 @@ class ControlsStore:
     def dequeue_days(self, keys: Iterable[tuple], *, conn: Connection | None = None) -> int:
         """Remove (partition, day) entries; an entry given with the queued_at a run read is
         removed only when it was not queued again since."""
-        with self._within("dequeueing partition-days", conn) as c:
+        with self.writing_in("dequeueing partition-days", conn) as c:
             return dequeue_in(c, keys)
 
     # ------------------------------------------------------------------ messages
@@ -207,7 +199,7 @@ class ControlsStore:
         by_channel: dict[int, list[int]] = defaultdict(list)
         for channel_id, message_id in keys:
             by_channel[channel_id].append(message_id)
-        with self._within("deleting messages", conn) as cx:
+        with self.writing_in("deleting messages", conn) as cx:
             return sum(cx.execute(sa.delete(chat_history).where(c.channel_id == ch, c.message_id.in_(chunk))).rowcount
                        for ch, ids in sorted(by_channel.items()) for chunk in chunks(ids))
 
@@ -220,7 +212,7 @@ class ControlsStore:
         if not gone:
             return {}
         c = memory_facts.c
-        with self._within("removing facts of deleted messages", conn) as cx:
+        with self.writing_in("removing facts of deleted messages", conn) as cx:
             facts = [dict(r._mapping) for r in select_in(
                 cx, lambda chunk: sa.select(c.id, c.user_id, c.sources).where(c.partition.in_(chunk)), partitions)]
             deleted, updated, counts = without_sources(facts, gone)

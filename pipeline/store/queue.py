@@ -78,9 +78,7 @@ class QueueStore:
             if c.execute(sa.text("SELECT to_regclass('procrastinate_jobs') IS NOT NULL")).scalar_one():
                 return c.execute(sa.text(query("queue_drop_ended")), params).rowcount
             return 0
-        if conn is not None:
-            return run(conn)
-        with self.writing("deleting ended jobs") as c:
+        with self.writing_in("deleting ended jobs", conn) as c:
             return run(c)
 
 

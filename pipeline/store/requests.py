@@ -6,8 +6,7 @@ applied or refused, its text cleared) by the one run that then applies it."""
 from __future__ import annotations
 
 import datetime as dt
-import contextlib
-from typing import Iterator, Protocol
+from typing import Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -70,7 +69,7 @@ class RequestsStore:
         """Delete the requests of these messages ((channel_id, message_id): deleted messages), in
         the caller's transaction when given; returns the rows deleted."""
         c = chat_requests.c
-        with self._requests_conn("dropping chat requests", conn) as cx:
+        with self.writing_in("dropping chat requests", conn) as cx:
             if cx.dialect.name == "sqlite":  # one keyed statement per message: a row-value IN scans the table
                 values = [{"ch": ch, "msg": msg} for ch, msg in sorted(set(keys))]
                 if not values:
@@ -95,10 +94,3 @@ class RequestsStore:
             if len(batch) < batch_size:
                 return total
 
-    @contextlib.contextmanager
-    def _requests_conn(self, op: str, conn: Connection | None) -> Iterator[Connection]:
-        if conn is not None:  # the caller's transaction (a message deletion's)
-            yield conn
-        else:
-            with self.writing(op) as own:
-                yield own

@@ -10,10 +10,9 @@ queue), writes take an optional `conn`, so a control writes all its rows in one 
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 from collections import Counter
-from typing import Callable, Collection, Iterable, Iterator, Protocol
+from typing import Callable, Collection, Iterable, Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -109,20 +108,12 @@ class UsersStore:
 
     # ------------------------------------------------------------------ writes
 
-    @contextlib.contextmanager
-    def _in(self, op: str, conn: Connection | None) -> Iterator[Connection]:
-        if conn is not None:  # the caller's transaction (store.transaction())
-            yield conn
-        else:
-            with self.writing(op) as own:
-                yield own
-
     def delete_user_rows(self, user_id: int, partitions: Collection[str] | None, scopes: Collection[str] | None, *,
                          conn: Connection | None = None) -> Counter:
         """Delete the user's daily and historical summaries, facts and in-chat requests of
         `partitions`, and their profiles and contexts of `scopes` (None: every one). Returns the
         rows deleted per table."""
-        with self._in("clearing a user's memory", conn) as cx:
+        with self.writing_in("clearing a user's memory", conn) as cx:
             return _delete_derived(cx, user_id, partitions, scopes)
 
     def erase_user_rows(self, user_id: int, *, days: Iterable[PartitionDay], name_words: Collection[str],
@@ -139,7 +130,7 @@ class UsersStore:
         Returns the rows per table and every partition-day whose summaries were deleted (for
         the next run to make again)."""
         days = set(days)
-        with self._in("erasing a user", conn) as cx:
+        with self.writing_in("erasing a user", conn) as cx:
             counts = _delete_derived(cx, user_id, None, None)
             counts += _delete_partition_days(cx, days)
             named = _delete_naming(cx, user_id, name_words, names, named_in)
@@ -157,7 +148,7 @@ class UsersStore:
 
     def last_action_id(self, *, conn: Connection | None = None) -> int:
         """The newest control_actions id (0: none yet)."""
-        with self._in("reading control actions", conn) as cx:
+        with self.writing_in("reading control actions", conn) as cx:
             return cx.execute(sa.select(sa.func.max(control_actions.c.id))).scalar() or 0
 
     def purge_deleted_text(self) -> None:
@@ -181,7 +172,7 @@ class UsersStore:
         """Delete the subject's control_actions rows newer than `after_id`: a control that did its
         work through another one (a clear deleting messages) records it once, in its own row."""
         c = control_actions.c
-        with self._in("folding control actions", conn) as cx:
+        with self.writing_in("folding control actions", conn) as cx:
             return cx.execute(sa.delete(control_actions).where(c.subject_key == subject_key, c.id > after_id)).rowcount
 
 
