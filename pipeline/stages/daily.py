@@ -200,9 +200,10 @@ async def run_daily(ctx: RunContext, partition: str, guild_id: int | None, day: 
 
 def _fold_waits(ctx: RunContext, pd: PartitionDay, existing: dict | None) -> bool:
     """Today's stored running summaries stay as they are, without a request, while the only
-    change since they were made is a few new messages (`_foldable_prefix`): fewer than
-    `refresh.fold_min_chars` characters of text, the oldest younger than `refresh.fold_max_wait_h`
-    hours — a fold's fixed prompt (~600 tokens) would outweigh them. Never with an in-process
+    change since they were made is a few new messages (`_foldable_prefix`): fewer characters of
+    text than `refresh.fold_min_chars` or than the running summaries of their speakers (which the
+    fold reads again), the oldest younger than `refresh.fold_max_wait_h` hours — the fold's fixed
+    prompt (~600 tokens) and those summaries would outweigh them. Never with an in-process
     summarizer (its fold costs nothing) nor with --force, nor when a new message reads like an
     in-chat memory request (stages/requests.py: "forget what I said about …" is applied within the
     hour); any other change is computed at once."""
@@ -213,12 +214,16 @@ def _fold_waits(ctx: RunContext, pd: PartitionDay, existing: dict | None) -> boo
     if not 0 < n < len(pd.lines):
         return False  # fresh (CACHED follows), or not a pure append
     new = pd.lines[n:]
-    if sum(len(ln.text) for ln in new) >= rule.fold_min_chars:
-        return False
     if ctx.now() - min(ln.ts for ln in new) >= dt.timedelta(hours=rule.fold_max_wait_h):
         return False
     if any(parse_request(s) for ln in new for s in sentences(ln.text)):
         return False
+    chars = sum(len(ln.text) for ln in new)
+    if chars >= rule.fold_min_chars:  # a busy hour: worth its fold once it outweighs what it re-reads
+        speakers = sorted({ln.user_id for ln in new})
+        if chars >= sum(len(r["summary"]) for r in ctx.store.dailies([pd.day], partition=pd.partition,
+                                                                     user_ids=speakers)):
+            return False
     return _foldable_prefix(ctx, pd, existing) == n
 
 

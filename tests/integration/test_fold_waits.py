@@ -106,6 +106,31 @@ def test_a_threshold_of_zero_folds_every_hour(store, settings, gemini):
     assert _hour(store, settings, s, gemini, 9)["asked"] == [("fold", _texts(9))]
 
 
+def _said(hour: int, uid: int, text: str) -> dict:
+    from tests.integration.test_refresh import USERS
+    return {"message_id": 1400000000000000000 + hour * 100 + 50, "guild_id": G, "channel_id": CHANNEL,
+            "visibility": "public", "user_id": uid, "user_name": USERS[uid],
+            "ts": dt.datetime(2026, 11, 4, hour, 30, tzinfo=UTC), "text": text}
+
+
+def test_a_busy_hour_waits_while_its_text_is_shorter_than_the_summaries_a_fold_rereads(store, settings, gemini):
+    from tests.integration.test_refresh import USERS
+    s = _settings(settings, gemini, min_chars=10)  # every case below is past fold_min_chars
+    _hour(store, settings, s, gemini, 8)
+    uid = list(USERS)[0]
+    running = next(r["summary"] for r in store.dailies([DAY], partition=PART) if r["user_id"] == uid)
+    short = "The drawbridge chains arrived."  # shorter than the speaker's running summary
+    assert 10 <= len(short) < len(running)
+    ingest_messages(store, [_said(9, uid, short)], settings)
+    run = _run(store, s, gemini, dt.datetime(2026, 11, 4, 9, 59, tzinfo=UTC))
+    assert run["asked"] == [] and run["passed_fold_waits"] == 1
+    longer = "Then " + "the masons argued about lime mortar and sand ratios for the outer bailey, " * 4
+    assert len(short) + len(longer) >= len(running)
+    ingest_messages(store, [_said(10, uid, longer)], settings)
+    run = _run(store, s, gemini, dt.datetime(2026, 11, 4, 10, 59, tzinfo=UTC))
+    assert run["asked"] == [("fold", [short, longer])] and run["passed_fold_waits"] == 0
+
+
 def _waiting(store, settings, s, server) -> None:
     _hour(store, settings, s, server, 8)
     assert _hour(store, settings, s, server, 9)["passed_fold_waits"] == 1
