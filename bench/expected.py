@@ -19,6 +19,8 @@ The minimum, for a run as of day 1 = D over days `window` (the stages in ARCHITE
   partition the user posted in; a group DM, or one the input does not call one-to-one <- itself)
   do not fit `[summary] context_chars` rendered as "Today: …" / "Past week: …"; one that fits is
   that render, no call. Facts go to the profile, never to a merge.
+With `[summary] condense = "cut"` (the default) a week or recent part over its budget is cut to fit
+without a call: historical and merge need none.
 Whether a text fits depends on its length, so these two counts are for the summarizer the calls
 section uses, `bench/instant.py`: its daily (and fold) text is "<speaker's name that day> d#<8 hex>",
 its historical text "<name> h#<8 hex>" (`instant_text`); the lengths are measured with the
@@ -39,7 +41,7 @@ from typing import Iterable
 from zoneinfo import ZoneInfo
 
 from pipeline.config import SummaryLengths
-from pipeline.stages.recent import render_recent, render_week, week_room, where_labels
+from pipeline.stages.recent import render_recent, render_week, render_week_within, week_room, where_labels
 
 
 @dataclass
@@ -122,12 +124,14 @@ def _sources(act: Activity, scope: str, user: int, dm_speakers: dict[str, set[in
     return [scope] + sorted(act.partitions_of[user] - {scope}) if private else [scope]
 
 
-def _week_text(act: Activity, p: str, user: int, days: list[dt.date], room: int) -> tuple[str, bool]:
+def _week_text(act: Activity, p: str, user: int, days: list[dt.date], room: int, cut: bool) -> tuple[str, bool]:
     """The historical text of (p, user) over these days and whether a call made it."""
     dailies = [(d, instant_text(act.first_name[(p, d, user)][1])) for d in days]
     rendered = render_week(dailies)
     if len(rendered) <= room:
         return rendered, False
+    if cut:  # [summary] condense = "cut": the week cut to fit, no call
+        return render_week_within(dailies, room), False
     latest = act.first_name[(p, max(days), user)][1]
     return instant_text(latest, "h"), True
 
@@ -167,7 +171,8 @@ def minimum(act: Activity, window: list[dt.date], day1: dt.date, *, stored_day1:
                 hist_days[(p, u)].append(d)
         if act.kind[p] == "dm":
             dm_speakers[p] |= us
-    weeks = {pu: _week_text(act, *pu, days, room) for pu, days in hist_days.items()}
+    cut = lengths.condense == "cut"
+    weeks = {pu: _week_text(act, *pu, days, room, cut) for pu, days in hist_days.items()}
     called = {pu for pu, (_text, call) in weeks.items() if call}
     historical = len(called)
     if stored_day1 is not None:
@@ -183,7 +188,7 @@ def minimum(act: Activity, window: list[dt.date], day1: dt.date, *, stored_day1:
             where = where_labels(scope, today_src + week_src)  # dated lines, labelled in DM scopes
             today = [(day1, instant_text(act.first_name[(s, day1, user)][1]), where[s]) for s in today_src]
             week = [(day1, weeks[(s, user)][0], where[s]) for s in week_src]
-            merge += len(render_recent(today, week)) > lengths.context_chars
+            merge += not cut and len(render_recent(today, week)) > lengths.context_chars  # cut: no call
     return {"daily": daily, "historical": historical, "merge": merge,
             "total": daily + historical + merge, "contexts": contexts}
 

@@ -60,6 +60,16 @@ class SummaryLengths(BaseModel):
     daily_chars: int = Field(300, ge=40)
     historical_chars: int = Field(500, ge=40)
     context_chars: int = Field(1200, ge=80, description="the recent part of a context (today + past week)")
+    condense: Literal["cut", "model"] = Field(
+        "cut", description="a past week or recent part over its budget: cut to fit (no call) or condensed by the model")
+
+    def text_key(self, *, chunks: bool = False) -> dict:
+        """What a summarizer's texts depend on (its fingerprint): the lengths, and for one that
+        reads a big day in chunks (`chunks`) `condense` when it is "model" (the chunks' partial
+        summaries are then reduced by the model, not cut and joined). Left out otherwise, so that
+        rows made before the setting existed stay fresh; the historical and merge stages' own
+        hashes say which way a row was made."""
+        return self.model_dump(exclude=None if chunks and self.condense == "model" else {"condense"})
 
 
 class MemorySettings(BaseModel):

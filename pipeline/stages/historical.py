@@ -18,7 +18,10 @@ retry, or --force) is not copied: the item is computed.
 Without a model when it fits (pipeline/stages/recent.py): when the dated dailies rendered one line
 a day fit `week_room` (what a context leaves for the past week), that render is the row's text,
 with no summarizer call (`stats.historical_rendered`), and `recent.RENDER` stands for the
-summarizer's fingerprint in the hash; only a week that exceeds it is condensed by the summarizer.
+summarizer's fingerprint in the hash. A week that exceeds it is, by default ([summary] condense =
+"cut"), the same render with each day's summary cut to fit (`recent.render_week_within`: every
+day keeps its lead; `recent.RENDER_FIT` and the room in the hash), still with no call; with
+condense = "model" it is condensed by the summarizer instead.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import TYPE_CHECKING
 from ..calendar import HISTORY_DAYS, days_between, historical_item_key, history_days
 from ..hashing import input_hash
 from .context import RunContext
-from .recent import RENDER, render_week, week_room
+from .recent import RENDER, RENDER_FIT, render_week, render_week_within, week_room
 from .refresh import Item, ItemStatus, next_attempts, refresh_item
 
 if TYPE_CHECKING:  # forgetting reads through merge, which imports the context module
@@ -52,16 +55,16 @@ class Inputs:
 
 
 def _inputs(partition: str, uid: int, name: str, fingerprint: str, rows: list[dict], forgetting,
-            room: int) -> Inputs:
+            room: int, cut: bool) -> Inputs:
     dailies = [(r["day"], r["summary"]) for r in rows]
-    rendered = render_week(dailies)
+    rendered, how = render_week(dailies), RENDER
     if len(rendered) > room:
-        rendered = None
+        rendered, how = (render_week_within(dailies, room), (RENDER_FIT, room)) if cut else (None, fingerprint)
     forgotten = forgetting.applied([partition], [uid], [name, *(t for _d, t in dailies)])
     scrubbed = [forgotten.key()]  # and the names by which scrub finds a fact's owner
     if forgotten.facts:
         scrubbed.append({str(u): list(ns) for u, ns in sorted(forgotten.names.items())})
-    key = input_hash("historical", partition, uid, name, RENDER if rendered else fingerprint, dailies, *scrubbed)
+    key = input_hash("historical", partition, uid, name, how, dailies, *scrubbed)
     return Inputs(name, dailies, any(r["degraded"] for r in rows), forgotten, key, rendered)
 
 
@@ -94,7 +97,8 @@ async def run_historical(ctx: RunContext, partition: str, guild_id: int | None, 
     forgetting = ctx.forgetting()
     fingerprint = ctx.summarizer.fingerprint("historical")
     room = week_room(ctx.settings.summary)
-    inputs = {uid: _inputs(partition, uid, names.get(uid, "this member"), fingerprint, rows, forgetting, room)
+    cut = ctx.settings.summary.condense == "cut"
+    inputs = {uid: _inputs(partition, uid, names.get(uid, "this member"), fingerprint, rows, forgetting, room, cut)
               for uid, rows in per_user.items()}
     reusable = _reusable(ctx, partition, day1, {uid: inp for uid, inp in inputs.items()  # a render costs less
                                                 if inp.rendered is None and not ctx.is_fresh(existing.get(uid), inp.key)})
@@ -112,7 +116,7 @@ async def run_historical(ctx: RunContext, partition: str, guild_id: int | None, 
             }
 
         async def compute(old: dict | None) -> None:
-            if inp.rendered is not None:  # fits: the dated lines themselves, no call
+            if inp.rendered is not None:  # fits, or cut to fit: the dated lines themselves, no call
                 ctx.writer.historical(row(inp.forgotten.scrub(inp.rendered, uid, name), None, 1), called=False)
                 ctx.stats.historical_rendered += 1
                 return

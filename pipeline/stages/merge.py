@@ -2,7 +2,8 @@
 
 A context is the user's profile (the facts the scope may read, pipeline/memory/profile.py), then
 the recent part: today and the past week, rendered without a model when they fit
-`[summary] context_chars` (pipeline/stages/recent.py), else the summarizer's merge of them; or,
+`[summary] context_chars` (pipeline/stages/recent.py), else cut to fit (`[summary] condense` =
+"cut", the default) or the summarizer's merge of them (condense = "model"); or,
 when the user was silent all week, "Last active: <date>". The recent part is kept with its hash,
 so a changed profile re-renders the context without a model call; a same-day hourly refresh keeps
 a merged recent part whose inputs changed only immaterially (`recent.keeps_stored`), and on a
@@ -36,7 +37,7 @@ from ..store.derived import CONTEXT_STATE
 from ..summarize.safe_text import SAFE_TEXT, clean
 from .context import RunContext
 from .historical import BUILT_FROM_DEGRADED
-from .recent import (RENDER, RENDER_CUT, dated, join_recent, keeps_stored, recent_parts, render_recent_within,
+from .recent import (RENDER, RENDER_CUT, RENDER_FIT, dated, join_recent, keeps_stored, recent_parts, render_recent_within,
                      where_labels, word_marks)
 from .refresh import Item, ItemStatus, next_attempts, refresh_item
 
@@ -155,9 +156,13 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
     # the forgotten facts of every partition this context reads (stages/forgetting.py)
     forgotten = ctx.forgetting().applied(sources, [user_id], [name, day1, historical, *(f["text"] for f in facts)])
     pkey = user_facts.key(name, seen, max_words=memory.profile_words, same_fact=memory.same_fact) if facts else None
+    lengths = ctx.settings.summary
     rendered = join_recent(today, week)
-    renders = len(rendered) <= ctx.settings.summary.context_chars  # fits: the render is the recent part
+    renders = len(rendered) <= lengths.context_chars  # fits: the render is the recent part
     fingerprint = RENDER if renders else ctx.summarizer.fingerprint("merge")
+    if not renders and lengths.condense == "cut":  # over budget: cut to fit, no call (recent.py)
+        rendered = render_recent_within(today, week, lengths.context_chars)
+        renders, fingerprint = True, (RENDER_FIT, lengths.context_chars)
     recent_key = input_hash("recent", name, fingerprint, day1, historical,
                             forgotten.key()) if day1 or historical else None
     last_active = None if recent_key else inputs.last_active(sources, user_id, as_of, facts)

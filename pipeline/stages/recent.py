@@ -33,12 +33,15 @@ from collections import Counter
 from typing import Iterable, Mapping
 
 from ..summarize.safe_text import clean, clean_line
-from ..summarize.text import content_tokens, shorten
+from ..summarize.text import content_tokens, cut_text, shorten
 
 # In the input hash of a rendered historical row or recent part (2: dated "Today, <day>" lines,
 # partition labels in DM scopes, text made safe to paste).
 RENDER = "render-2"
 RENDER_CUT = "render-cut-2"  # a same-day refresh's render cut to fit (never taken for a model's merge)
+# [summary] condense = "cut": a week or recent part over its budget cut to fit, no model (the
+# budget it was cut to goes into the hash with it)
+RENDER_FIT = "render-fit-1"
 # A same-day refresh re-merges once this share of today's distinct content words is new since the
 # stored recent part was made (a quarter: a day summary of ~300 characters has 25-40 such words,
 # so about one new sentence's worth).
@@ -156,21 +159,37 @@ def dated(text: str, first: dt.date, last: dt.date, where: str = "") -> str:
 
 
 _SHORTEST_CUT = 24  # characters: a text cut shorter than this says nothing, it is left out
-
-
-def _common_cut(texts: list[str], fits) -> list[str]:
-    """`texts` with the longest cut (at a word, "…") to one common length, the largest for which
-    `fits(texts)` holds; all left out when that is under _SHORTEST_CUT."""
+def _common_cut(texts: list[str], fits, cut=shorten) -> list[str]:
+    """`texts` with the longest cut (by `cut`: at a word, "…") to one common length, the largest
+    for which `fits(texts)` holds; all left out when that is under _SHORTEST_CUT."""
     if fits(texts):
         return texts
     lo, hi = 0, max((len(t) for t in texts), default=0)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if fits([shorten(t, mid) for t in texts]):
+        if fits([cut(t, mid) for t in texts]):
             lo = mid
         else:
             hi = mid - 1
-    return [shorten(t, lo) for t in texts] if lo >= _SHORTEST_CUT else []
+    return [cut(t, lo) for t in texts] if lo >= _SHORTEST_CUT else []
+
+
+def render_week_within(dailies: Iterable[tuple[dt.date, str]], limit: int) -> str:
+    """`render_week` within `limit` characters without a model ([summary] condense = "cut"):
+    every day keeps a line, each day's summary cut to one common length (at a sentence end when
+    one is near, else at a word), so a busy week shows the lead of each day rather than its newest
+    days whole; when even that leaves too little of each, the oldest days go first."""
+    days = sorted(((day, _one_line(text)) for day, text in dailies), key=lambda d: d[0], reverse=True)
+    whole = render_week(days)
+    if len(whole) <= limit:
+        return whole
+    while days:
+        texts = _common_cut([t for _d, t in days], lambda ts: len(render_week(zip([d for d, _t in days], ts))) <= limit,
+                            cut=cut_text)
+        if texts:
+            return render_week(zip([d for d, _t in days], texts))
+        days = days[:-1]  # the oldest day goes
+    return shorten(whole, limit)
 
 
 def render_recent_within(today: list[str], week: list[str], limit: int) -> str:

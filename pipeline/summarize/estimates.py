@@ -20,8 +20,8 @@ class LLMEstimates:
         pieces = self.chunks(pd)
         tokens = sum(self.prompt_tokens("daily", self._render_daily(pd, p, i + 1 if len(pieces) > 1 else None))
                      for i, p in enumerate(pieces))
-        if len(pieces) == 1:
-            return self._planned("daily", 1, tokens)
+        if len(pieces) == 1 or self.lengths.condense == "cut":  # cut: the partials are joined, no reduce
+            return self._planned("daily", len(pieces), tokens)
         # reduce: about one request per budget-full of partial summaries
         partial_tokens = len(pieces) * len(pd.speakers) * (self.lengths.daily_chars // 4 + 20)
         reduce_calls = max(1, -(-partial_tokens // self.cfg.input_budget_tokens))

@@ -79,7 +79,7 @@ class ExtractiveSummarizer:
 
     def fingerprint(self, operation: str) -> str:
         version = [ALGORITHM_VERSION, DAILY_VERSION] if operation == "daily" else ALGORITHM_VERSION
-        return input_hash(version, operation, template_hash(operation), self.lengths.model_dump())[:24]
+        return input_hash(version, operation, template_hash(operation), self.lengths.text_key())[:24]
 
     @staticmethod
     def _usage() -> Usage:

@@ -34,12 +34,11 @@ from .extractive import ExtractiveSummarizer
 from .facts_out import candidates, checked_requests, messages, of_users, prepared, requests_of
 from .prompts import PROMPTS_DIR, render, template_hash
 from .schemas import DailyOut, ForgetOut, HistoricalOut, MergeOut
-from .text import newest_within
+from .text import join_within, newest_within
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
-# 2: names clipped, texts cut to the budget; 3: facts in daily/fold, message handles; 4: one line a
-# message, no JSON example in JSON mode
+# 2: names clipped, texts cut to budget; 3: facts in daily/fold, handles; 4: a line a message, no JSON example
 SCHEMA_VERSION = "llm-4"
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 REASK = ("\n\nYour previous answer was not valid JSON of the requested shape. Answer again with "
@@ -81,7 +80,7 @@ class LLMSummarizer(LLMEstimates):
         templates = [template_hash(operation)] + (
             [template_hash("reduce"), template_hash("fold")] if operation == "daily" else [])
         return input_hash(SCHEMA_VERSION, self.kind, self.cfg.model_for(operation), templates,
-                          input_hash(self.system), self.lengths.model_dump(), self.cfg.input_budget_tokens)[:24]
+                          input_hash(self.system), self.lengths.text_key(chunks=True), self.cfg.input_budget_tokens)[:24]
 
     # ------------------------------------------------------------------ one request
 
@@ -217,8 +216,10 @@ class LLMSummarizer(LLMEstimates):
             return render("reduce", day=pd.day, target_chars=self.lengths.daily_chars, json_example=self.json_example,
                           speakers=[(handles[u], pd.speakers[u], texts) for u, texts in items])
 
-        # partial summaries that together fit the target are joined, in time order, without a call
-        target = self.lengths.daily_chars
+        # partial summaries that together fit the target are joined, in time order, without a call;
+        target = self.lengths.daily_chars  # with condense = "cut", always: each cut to fit (no summary read again)
+        if self.lengths.condense == "cut":
+            return {u: join_within(v, target) for u, v in partials.items() if v}, 0
         partials = {u: [" ".join(v)] if len(v) > 1 and sum(len(t) + 1 for t in v) - 1 <= target else v
                     for u, v in partials.items()}
         while any(len(v) > 1 for v in partials.values()):
@@ -234,9 +235,8 @@ class LLMSummarizer(LLMEstimates):
             partials = new
         return {u: v[0] for u, v in partials.items() if v}, dropped
 
-    # A model is asked only when there is something to condense: text that already fits its
-    # length target is kept as it is (quoted whole by the extractive summarizer; Outcome.passthrough
-    # says so). Most users write little on most days: a model would add cost and nothing else.
+    # A model is asked only when there is something to condense: text within its length target is
+    # kept (quoted whole by the extractive summarizer; Outcome.passthrough says so).
 
     def _fits_daily(self, pd: PartitionDay, previous: dict[int, str] | None = None) -> bool:
         written: dict[int, int] = {}

@@ -74,6 +74,43 @@ def shorten(sentence: str, limit: int) -> str:
     return (cut or sentence[: limit - 1]) + "…"
 
 
+_SENTENCE_END = re.compile(r"[.!?…](?=\s)")
+
+
+def cut_text(text: str, limit: int) -> str:
+    """`text` within `limit` characters: whole when it fits, else up to its last sentence end in
+    the second half of the limit (a summary leads with what matters), else cut at a word ("…")."""
+    if len(text) <= limit:
+        return text
+    ends = [m.end() for m in _SENTENCE_END.finditer(text, 0, limit)]
+    if ends and ends[-1] >= limit // 2:
+        return text[:ends[-1]]
+    return shorten(text, limit)
+
+
+SHORTEST_CUT = 24  # characters: a piece cut shorter than this says nothing
+
+
+def join_within(texts: list[str], limit: int) -> str:
+    """`texts` joined by spaces within `limit` characters: each cut (`cut_text`) to the largest
+    common length that fits, so every piece keeps its lead; whole when they fit. When that length
+    would be under SHORTEST_CUT, the last pieces are left out until it is not (the first stays)."""
+    texts = [t.strip() for t in texts if t.strip()]
+    if len(" ".join(texts)) <= limit:
+        return " ".join(texts)
+    while len(texts) > 1 and (limit - len(texts) + 1) // len(texts) < SHORTEST_CUT:
+        texts = texts[:-1]
+    lo, hi = 1, max(len(t) for t in texts)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if len(" ".join(cut_text(t, mid) for t in texts)) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    joined = " ".join(cut_text(t, lo) for t in texts)
+    return joined if len(joined) <= limit else shorten(joined, limit)
+
+
 def newest_within(lines: list[str], budget: int) -> str:
     """The newest (last) non-blank lines whose joined text fits `budget`: the oldest go first.
     The newest line is kept even alone, shortened to the budget."""

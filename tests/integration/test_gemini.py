@@ -44,7 +44,10 @@ def gemini_settings(settings, server, **gemini):
     g.limits = {}
     # Short length targets so that the sample's texts need condensing: text that already fits
     # its target is passed through without a model call (tested on its own below).
-    s.summary = s.summary.model_copy(update={"daily_chars": 40, "historical_chars": 40, "context_chars": 80})
+    # condense = "model": these tests are about the model's reduce, historical and merge requests
+    # (the default, "cut", makes none: tests/integration/test_condense_cut.py).
+    s.summary = s.summary.model_copy(update={"daily_chars": 40, "historical_chars": 40, "context_chars": 80,
+                                             "condense": "model"})
     for key, value in gemini.items():
         setattr(g, key, value)
     return s
