@@ -33,7 +33,8 @@ def _say(day: int, uid: int, text: str) -> dict:
 def _weeks_exceed_their_room(settings):
     """These tests are about weeks the summarizer condenses: a room for the past week
     (pipeline/stages/recent.py `week_room`) that none of the weeks here fits."""
-    settings.summary = settings.summary.model_copy(update={"historical_chars": 40, "context_chars": 100})
+    settings.summary = settings.summary.model_copy(update={"historical_chars": 40, "context_chars": 100,
+                                                           "condense": "model"})
 
 
 def _night(store, settings, day: int, *, cheap: bool, summary=None):

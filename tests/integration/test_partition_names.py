@@ -76,7 +76,7 @@ def test_historical_and_merge_requests_and_contexts_use_the_scopes_own_names(sto
     # budgets so short that every past week and context exceeds them: the summarizer is asked
     # (a text that fits is rendered by the stage without it, pipeline/stages/recent.py)
     settings = settings.model_copy(update={"summary": settings.summary.model_copy(
-        update={"daily_chars": 40, "historical_chars": 10, "context_chars": 20})})
+        update={"daily_chars": 40, "historical_chars": 10, "context_chars": 20, "condense": "model"})})
     recorder = RecordingSummarizer(ExtractiveSummarizer(settings.summary))
     replay(store, settings, "2026-11-02", "2026-11-03", now=NOW, summarizer=recorder)
     assert {c[0] for c in recorder.calls} >= {"historical", "merge"}

@@ -87,7 +87,8 @@ class _NewMergePrompt(ExtractiveSummarizer):
 
 
 def test_a_dry_run_that_changes_only_contexts_predicts_the_run(memory, settings):
-    settings.summary = settings.summary.model_copy(update={"context_chars": 120})  # some contexts need a merge
+    # some contexts need a merge (condense = "model": the default cuts them to fit, no call)
+    settings.summary = settings.summary.model_copy(update={"context_chars": 120, "condense": "model"})
     _run(memory, settings, "replay", "2026-11-01", "2026-11-04")
     changed = _NewMergePrompt(settings.summary)
     dry, result = _run(memory, settings, "replay", "2026-11-01", "2026-11-04", dry_run=True,

@@ -142,9 +142,11 @@ def test_replay_in_memory_writes_contexts_and_a_second_replay_computes_nothing(m
     ctx, result = replay(memory, settings, "2026-11-01", "2026-11-04")
     assert result.status == "ok" and ctx.sharing == "turns"
     # the sample's past weeks fit the room a context leaves them: rendered, no summarizer call
-    # (pipeline/stages/recent.py); the contexts that exceed context_chars are merged by it
-    assert {c[0] for c in ctx.summarizer.calls} == {"daily", "merge"}
+    # (pipeline/stages/recent.py); the contexts that exceed context_chars are cut to fit
+    # (summary.condense = "cut", the default): only the dailies call the summarizer
+    assert {c[0] for c in ctx.summarizer.calls} == {"daily"}
     assert result.stats.historical_rendered > 0 and memory.historicals([D("2026-11-04")])
+    assert result.stats.contexts_rendered == len(memory.contexts())
     contexts = memory.contexts()
     assert contexts and {c["as_of_day"] for c in contexts} == {D("2026-11-04")}
     assert {c["scope"] for c in contexts} >= {f"guild:{G1}", "channel:1170000000000000020", "dm:1170000000000000500"}
