@@ -248,16 +248,20 @@ def run(env: Env) -> dict:
         env.drop_sqlite("cost")
         env.drop_sqlite("cost-nightly")
     res["model"] = model.settings.gemini.model_for("daily")
+    res["condense"] = model.settings.summary.condense
     price = model.settings.gemini.prices.get(res["model"])
     res["prices"] = price.model_dump() if price else None
-    for part in ("replay", "live"):
+    for part in ("replay", "nightly", "live"):
         res[part]["met"] = res[part]["prompt_per_chat_token"] <= TARGET
     return res
 
 
+_TARGETS = (("replay", "replay"), ("nightly", "steady nightly"), ("live", "live day, hourly refreshes"))
+
+
 def targets(res: dict) -> list[tuple[str, str, bool | None]]:
     return [(f"prompt tokens per chat token ≤ {TARGET} ({label})", f"{res[part]['prompt_per_chat_token']:.2f}",
-             res[part]["met"]) for part, label in (("replay", "replay"), ("live", "live day, hourly refreshes"))]
+             res[part].get("met")) for part, label in _TARGETS if part in res]
 
 
 def _optional(value) -> str:
@@ -318,28 +322,33 @@ def render(res: dict) -> list[str]:
         f" ({wire(night, ('daily', 'reduce')):.2f} and {wire(live, ('daily', 'fold', 'reduce')):.2f} counting "
         f"request bytes / 4: the response schema and the JSON around the prompt travel with every request too)")
 
+    rereads = part(night, ("historical", "merge", "reduce")) + part(live, ("historical", "merge", "reduce"))
+    condense = res.get("condense", "model")  # results from before the setting: the model condensed
     out += ["", f"**What bounds it.** Reading the chat itself (daily, fold and reduce requests about day 7) costs "
             f"{part(night, ('daily', 'reduce')):.2f} prompt tokens per chat token in the nightly run and "
-            f"{part(live, ('daily', 'fold', 'reduce')):.2f} in the live day{wire_note}: the prompt's fixed part (instructions, the "
-            f"system text, the speaker list, repeated in every request and every chunk) weighs on short chat "
-            f"messages (median 40 characters) — most in the hourly folds, which read a handful of new messages "
-            f"each (with a model, a fold of today waits while its new text is under `refresh.fold_min_chars`, at "
-            f"most `refresh.fold_max_wait_h`; a day still waiting at the last refresh measured here is folded by "
-            f"the rollover, after this run) —, and each message line adds its number and speaker (`12 p3: `). The rest is per user, not per message: every "
-            f"(partition, user) with a message in days 1–6 gets a historical call that reads all their daily "
-            f"summaries again ({part(night, ('historical',)):.2f} per chat token at night), and every context with "
-            f"two inputs a merge that reads their day-1 and historical summaries ({part(night, ('merge',)):.2f}); "
-            f"the median active user wrote {c['median_messages_per_user_day']} message(s) on day 7 "
-            f"({c['median_messages_per_user_before']} in days {n_days}), far less than those summaries. In the live "
-            f"day a context that needs the model is merged at most once per day 1 (later hourly refreshes keep "
-            f"it or render today with the past week cut to fit: pipeline/stages/recent.py) "
-            f"({part(live, ('merge',)):.2f}), and each hourly fold reads the running summaries of the people who "
-            f"wrote that hour, so a user who writes in many hours is folded once per such hour. "
+            f"{part(live, ('daily', 'fold', 'reduce')):.2f} in the live day{wire_note}: the prompt's fixed part "
+            f"(instructions, the system text, the speaker list, repeated in every request and every chunk) weighs "
+            f"on short chat messages (median 40 characters; the median active user wrote "
+            f"{c['median_messages_per_user_day']} message(s) on day 7, {c['median_messages_per_user_before']} in "
+            f"days {n_days}), and each message line adds its number and speaker (`12 p3: `). The live day's folds "
+            f"({part(live, ('fold',)):.2f}) read a few new messages each and again the running summaries of the "
+            f"people who wrote them: a user who writes in many hours is folded once per such fold (a fold waits "
+            f"while its new text is under `refresh.fold_min_chars` or under those running summaries, at most "
+            f"`refresh.fold_max_wait_h`; a day still waiting at the last refresh is folded by the run completing "
+            f"it). "
+            + (f"No request reads a summary again (`[summary] condense = \"{condense}\"`: a big day's partial "
+               f"summaries, a past week and a recent part over their budgets are cut to fit without a call, "
+               f"pipeline/stages/recent.py): no reduce, historical or merge request. " if not rereads else
+               f"Summaries read again (`[summary] condense = \"{condense}\"`): every (partition, user) with a "
+               f"message in days 1–6 whose week does not fit gets a historical call that reads all their daily "
+               f"summaries again ({part(night, ('historical',)):.2f} per chat token at night), every context that "
+               f"does not fit a merge that reads their day-1 and historical summaries "
+               f"({part(night, ('merge',)):.2f}; in the live day at most once per day 1: "
+               f"{part(live, ('merge',)):.2f}), and a big day read in chunks a reduce "
+               f"({part(night, ('reduce',)):.2f}). ")
             + (f"\"Earlier days\" ({part(live, ('earlier days',)):.2f} live, {part(night, ('earlier days',)):.2f} at "
-               f"night): the importer learns display names only from authors, so a member's first message in a "
-               f"guild changes every stored partition-day that mentioned them (\"@someone\" becomes \"@Name\"), "
-               f"and each is summarised again in full — in a busy guild, days of a thousand messages, and the live "
-               f"day itself instead of a fold. " if part(live, ("earlier days",)) or part(night, ("earlier days",))
+               f"night): partition-days of days 1–6 summarised again after day 7's messages arrived (an input "
+               f"changed). " if part(live, ("earlier days",)) or part(night, ("earlier days",))
                else "")
             + f"Section 2 counts the historical "
             f"calls whose input did not change since the day before."]
