@@ -67,29 +67,43 @@ def fit_texts(texts: Sequence[str], render: Callable[[list[str]], str], budget: 
     return [cut(t, lo) for t in texts]
 
 
+def speakers_per_answer(max_output_tokens: int, daily_chars: int) -> int:
+    """How many speakers one daily or fold answer can summarise within `max_output_tokens`: a
+    summary of "about daily_chars" characters (4 a token, a quarter over allowed), its JSON and
+    about a fact each (40 tokens), within nine tenths of the limit. An answer past the limit is
+    cut short (finishReason MAX_TOKENS): an error, retried, then the extractive fallback."""
+    return max(1, (max_output_tokens * 9 // 10) // (daily_chars * 5 // 16 + 40))
+
+
 def with_text(line: ChatLine, text: str) -> ChatLine:
     return dataclasses.replace(line, text=text)
 
 
-def chunk_lines(lines: Lines, render: Callable[[Lines, int | None], str], budget: Budget) -> list[Lines]:
-    """Split a day by time into pieces whose prompt `render(piece, part)` fits: packed by an
-    estimate, then checked by rendering, a piece that does not fit split in two, a single message
-    that does not fit alone cut."""
-    if budget.fits(render(lines, None)):
+def chunk_lines(lines: Lines, render: Callable[[Lines, int | None], str], budget: Budget,
+                max_speakers: int | None = None) -> list[Lines]:
+    """Split a day by time into pieces whose prompt `render(piece, part)` fits, and whose distinct
+    speakers are at most `max_speakers` (the answer has a summary for each: it must fit the
+    model's output limit too): packed by an estimate, then checked by rendering, a piece that does
+    not fit split in two, a single message that does not fit alone cut."""
+    if budget.fits(render(lines, None)) and (max_speakers is None or len({ln.user_id for ln in lines}) <= max_speakers):
         return [lines]
     room = max(budget.room(render((), 1)) - 400, 200)
     lines = tuple(ln if len(ln.text) <= room // 2 else with_text(ln, shorten(ln.text, room // 2)) for ln in lines)
     out: list[list[ChatLine]] = []
     used = 0
+    speakers: set[int] = set()
     for ln in lines:
         # its line ("12 p3>…: " and an hour line now and then) and a speaker line; rendering checks
         cost = len(ln.text) + len(ln.reply_to_name or "") + len(ln.name) + 24
-        if out and out[-1] and used + cost <= room:
+        full = max_speakers is not None and ln.user_id not in speakers and len(speakers) >= max_speakers
+        if out and out[-1] and used + cost <= room and not full:
             out[-1].append(ln)
             used += cost
+            speakers.add(ln.user_id)
         else:
             out.append([ln])
             used = cost
+            speakers = {ln.user_id}
     final: list[Lines] = []
     stack = [tuple(p) for p in reversed(out)]
     while stack:

@@ -28,7 +28,7 @@ from ..llm.gemini import is_gemma
 from ..llm.limiter import RateLimiter
 from ..llm.shared_limiter import SharedQuota, SharedRateLimiter
 from .base import PASSED_FITS, ChatLine, Outcome, PartitionDay, Usage
-from .budget import Budget, chunk_lines, fit_texts, reduce_requests, short_name
+from .budget import Budget, chunk_lines, fit_texts, reduce_requests, short_name, speakers_per_answer
 from .estimates import LLMEstimates
 from .extractive import ExtractiveSummarizer
 from .facts_out import candidates, checked_requests, messages, of_users, prepared, requests_of
@@ -146,13 +146,10 @@ class LLMSummarizer(LLMEstimates):
                         response = await self.client.generate(
                             model, text, system=self.system, json_schema=None if is_gemma(model) else schema,
                             max_output_tokens=self.cfg.max_output_tokens)
-                    except RateLimited as exc:
+                    except LLMError as exc:
                         usage.llm_calls += 1
-                        if exc.retry_after:
+                        if isinstance(exc, RateLimited) and exc.retry_after:
                             limiter.penalize(min(exc.retry_after, self.cfg.backoff_max_s))
-                        raise
-                    except LLMError:
-                        usage.llm_calls += 1
                         raise
                     finally:
                         limiter.release(slot)
@@ -193,7 +190,8 @@ class LLMSummarizer(LLMEstimates):
 
     def chunks(self, pd: PartitionDay) -> list[tuple[ChatLine, ...]]:
         """Split a prepared partition-day by time into pieces whose prompt fits the input budget."""
-        return chunk_lines(pd.lines, lambda lines, part: self._render_daily(pd, lines, part), self.budget)
+        return chunk_lines(pd.lines, lambda lines, part: self._render_daily(pd, lines, part), self.budget,
+                           speakers_per_answer(self.cfg.max_output_tokens, self.lengths.daily_chars))
 
     def _accept(self, pd: PartitionDay, answer: DailyOut, handles: dict[int, str]) -> tuple[dict[int, str], int]:
         by_handle = {h: uid for uid, h in handles.items()}
@@ -314,7 +312,8 @@ class LLMSummarizer(LLMEstimates):
         cap = self.budget.room(self._render_fold(pd, (), {})) // 4
         held = {u: newest_within([t], cap) for u, t in previous.items()}
         try:
-            for piece in chunk_lines(pd.lines, lambda lines, _part: self._render_fold(pd, lines, held), self.budget):
+            for piece in chunk_lines(pd.lines, lambda lines, _part: self._render_fold(pd, lines, held), self.budget,
+                                     speakers_per_answer(self.cfg.max_output_tokens, self.lengths.daily_chars)):
                 speakers = sorted({ln.user_id for ln in piece} & set(current))
 
                 def prompt_for(texts: list[str]) -> str:

@@ -626,6 +626,10 @@ class FakeGemini:
         return usage
 
     def _answer(self, rec: RecordedRequest, text: str, finish_reason: str) -> dict:
+        # as Gemini does: an answer longer than the request's maxOutputTokens is cut there
+        limit = rec.generation_config.get("maxOutputTokens")
+        if limit and estimate_tokens(text) > limit:
+            text, finish_reason = text[: limit * 4], "MAX_TOKENS"
         return {
             "candidates": [{
                 "content": {"role": "model", "parts": [{"text": text}]},

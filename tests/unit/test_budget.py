@@ -54,3 +54,19 @@ def test_every_chunk_fits_and_a_message_too_long_for_any_request_is_cut():
     assert len(pieces) > 1 and all(BUDGET.fits(render(p, 1)) for p in pieces)
     assert [ln.message_id for p in pieces for ln in p] == list(range(12))  # in time order, none lost
     assert len(next(ln for p in pieces for ln in p if ln.message_id == 4).text) < 1200
+
+
+def test_a_chunk_holds_at_most_the_speakers_one_answer_can_summarise():
+    from pipeline.summarize.budget import speakers_per_answer
+    lines = tuple(ChatLine(i, i % 25, f"U{i % 25}", "hi", TS) for i in range(100))  # short: one request's input
+
+    def render(piece, _part):
+        return "".join(f"<m>{ln.text}</m>" for ln in piece)
+    big = Budget(100_000, estimate_tokens)
+    assert chunk_lines(lines, render, big) == [lines]
+    assert chunk_lines(lines, render, big, max_speakers=25) == [lines]
+    pieces = chunk_lines(lines, render, big, max_speakers=10)
+    assert len(pieces) > 1 and all(len({ln.user_id for ln in p}) <= 10 for p in pieces)
+    assert [ln.message_id for p in pieces for ln in p] == list(range(100))  # in time order, none lost
+    # the default output limit and length target: a day of 200 speakers is never one answer
+    assert 20 <= speakers_per_answer(8192, 300) < 200 and speakers_per_answer(8192, 40) > speakers_per_answer(8192, 300)

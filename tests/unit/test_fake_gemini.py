@@ -457,3 +457,13 @@ def test_canned_merge_and_forget_answers():
     assert MergeOut.model_validate_json(merge.text).context == "Ana: today &\nPast week: x"
     assert "facts" not in json.loads(merge.text)
     assert ForgetOut.model_validate_json(forget.text).forget == [2, 3]
+
+
+def test_an_answer_past_max_output_tokens_is_cut_there_as_gemini_does(gemini):
+    long = "word " * 400  # ~500 tokens by the fake's estimate
+    gemini.script(ok(long), ok(long))
+    cut = agenerate(gemini, config=types.GenerateContentConfig(max_output_tokens=100))
+    assert cut.candidates[0].finish_reason == types.FinishReason.MAX_TOKENS
+    assert len(cut.text) <= 400 and long.startswith(cut.text)
+    whole = agenerate(gemini, config=types.GenerateContentConfig(max_output_tokens=1000))
+    assert whole.text == long and whole.candidates[0].finish_reason == types.FinishReason.STOP
