@@ -20,8 +20,8 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_DEGRADED, EXIT_INTERRUPTED = 0, 1, 2, 3, 1
 # count, and the short label of the `runs` table.
 REASONS = (
     ("passed_fits", "daily texts already within their length target", "fit"),
-    ("passed_week_rendered", "past weeks rendered (they fit)", "weeks rendered"),
-    ("passed_recent_rendered", "recent parts rendered (they fit)", "recent rendered"),
+    ("passed_week_rendered", "past weeks rendered (whole, or cut to fit)", "weeks rendered"),
+    ("passed_recent_rendered", "recent parts rendered (whole, or cut to fit)", "recent rendered"),
     ("passed_no_recent", "contexts with nothing to merge (profile, last active)", "nothing to merge"),
     ("passed_reused", "past weeks reused (the same input as an earlier day)", "reused"),
     ("passed_unchanged", "unchanged since the last run", "unchanged"),

@@ -44,8 +44,10 @@ def server():
         yield s
 
 
-def test_gemini_configured_but_the_texts_fit_says_why_no_request_was_made(db_url, server, monkeypatch, tmp_path):
-    mp = _gemini_cli(db_url, server, monkeypatch, tmp_path)
+@pytest.mark.parametrize("condense", ["cut", "model"])
+def test_gemini_configured_but_the_texts_fit_says_why_no_request_was_made(db_url, server, monkeypatch, tmp_path,
+                                                                          condense):
+    mp = _gemini_cli(db_url, server, monkeypatch, tmp_path, f'[summary]\ncondense = "{condense}"\n')
     dry = mp("replay", *RANGE, "--dry-run").stdout
     # the sample's short days fit the default daily target: the daily stage would ask nothing
     assert "14 partition-days with messages: 0 would be summarized (~0 LLM requests" in dry
@@ -59,7 +61,10 @@ def test_gemini_configured_but_the_texts_fit_says_why_no_request_was_made(db_url
     assert run["llm_calls"] == len(requests) and run["summarized"] == len(requests)  # one request per item
     assert run["passed_fits"] == run["partition_days"] == 14
     assert f"= {run['summarized']} summarized + " in text
-    assert f"summarized: {run['summarized']} by the model ({len(requests)} LLM requests" in text
+    if condense == "cut":  # past weeks and contexts over their budgets are cut to fit: no request at all
+        assert requests == [] and "summarized:" not in text and "= 0 summarized + 34 passed through" in text
+    else:  # the contexts over context_chars are merged by the model
+        assert requests and f"summarized: {run['summarized']} by the model ({len(requests)} LLM requests" in text
     assert "passed through without a model: 14 daily texts already within their length target" in text
     table = mp("runs").stdout.splitlines()[1]
     assert "14 fit" in table and f" {len(requests)} " in table

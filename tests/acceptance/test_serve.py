@@ -170,7 +170,7 @@ def _one_process_work(tmp_path, config, data, server) -> int:
 def test_two_serves_one_leader_works_then_the_standby_takes_over(db_url, gemini, shifted_sample, tmp_path):
     server, config = gemini
     one_process = _one_process_work(tmp_path, config, shifted_sample, server)
-    assert one_process > SAMPLE_PARTITION_DAYS
+    assert one_process >= SAMPLE_PARTITION_DAYS  # a request per partition-day at least: two processes would double it
 
     _mempipe(db_url, config, "db", "upgrade")
     _mempipe(db_url, config, "import", str(shifted_sample))

@@ -33,7 +33,8 @@ USERS = 6          # per guild, each writing on every day
 
 def _corpus(path, days: int = DAYS) -> None:
     """Every guild: DAYS days of USERS members each writing two sentences longer than the
-    summary targets, so that every partition-day, past week and context needs the model."""
+    summary targets and condense = "model", so that every partition-day, past week and context
+    needs the model."""
     lines = []
     for g, guild in enumerate(GUILDS):
         for d in range(days):
@@ -56,7 +57,7 @@ def _config(path, url: str, *, shared: bool, attempts: int = 4, workers: bool = 
         f'summarizer = "gemini"\n[gemini]\nbase_url = "{url}"\nconcurrency = 4\nrate_window_s = {WINDOW_S}\n'
         f"shared_quota = {'true' if shared else 'false'}\nbackoff_max_s = 1\nmax_attempts = {attempts}\n"
         f'[gemini.limits."gemini-2.5-flash"]\nrpm = {RPM}\n'
-        "[summary]\ndaily_chars = 40\nhistorical_chars = 40\ncontext_chars = 80\n"
+        "[summary]\ndaily_chars = 40\nhistorical_chars = 40\ncontext_chars = 80\ncondense = \"model\"\n"
         + ("[workers]\nenabled = true\n" if workers else ""), encoding="utf-8")
     return path
 
