@@ -201,8 +201,9 @@ async def run_daily(ctx: RunContext, partition: str, guild_id: int | None, day: 
 def _fold_waits(ctx: RunContext, pd: PartitionDay, existing: dict | None) -> bool:
     """Today's stored running summaries stay as they are, without a request, while the only
     change since they were made is a few new messages (`_foldable_prefix`): fewer characters of
-    text than `refresh.fold_min_chars` or than the running summaries of their speakers (which the
-    fold reads again), the oldest younger than `refresh.fold_max_wait_h` hours — the fold's fixed
+    text than `refresh.fold_min_chars` or, with [summary] condense = "model", than the running
+    summaries of their speakers (which that fold reads again), the oldest younger than
+    `refresh.fold_max_wait_h` hours — the fold's fixed
     prompt (~600 tokens) and those summaries would outweigh them. Never with an in-process
     summarizer (its fold costs nothing) nor with --force, nor when a new message reads like an
     in-chat memory request (stages/requests.py: "forget what I said about …" is applied within the
@@ -219,7 +220,9 @@ def _fold_waits(ctx: RunContext, pd: PartitionDay, existing: dict | None) -> boo
     if any(parse_request(s) for ln in new for s in sentences(ln.text)):
         return False
     chars = sum(len(ln.text) for ln in new)
-    if chars >= rule.fold_min_chars:  # a busy hour: worth its fold once it outweighs what it re-reads
+    # a busy hour: worth its fold once it outweighs what it re-reads (condense = "model": the
+    # running summaries of its speakers; with "cut" a fold reads only the new messages)
+    if chars >= rule.fold_min_chars and ctx.settings.summary.condense == "model":
         speakers = sorted({ln.user_id for ln in new})
         if chars >= sum(len(r["summary"]) for r in ctx.store.dailies([pd.day], partition=pd.partition,
                                                                      user_ids=speakers)):

@@ -38,3 +38,10 @@ class LLMEstimates:
         factor = self.cfg.batch_price_factor if self.batch_priced else 1.0
         self.planned_cost += self._price(self.cfg.model_for(operation), prompt_tokens, 0) * factor
         return calls, prompt_tokens
+
+    def _price(self, model: str, prompt_tokens: int, output_tokens: int) -> float:
+        """USD at gemini.prices (0 for a model without a price)."""
+        price = self.cfg.prices.get(model)
+        if price is None:
+            return 0.0
+        return (prompt_tokens * price.input_per_million + output_tokens * price.output_per_million) / 1e6

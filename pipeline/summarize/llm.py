@@ -97,12 +97,6 @@ class LLMSummarizer(LLMEstimates):
             self._limiters[model] = RateLimiter(*limits, **kwargs)
         return self._limiters[model]
 
-    def _price(self, model: str, prompt_tokens: int, output_tokens: int) -> float:
-        price = self.cfg.prices.get(model)
-        if price is None:
-            return 0.0
-        return (prompt_tokens * price.input_per_million + output_tokens * price.output_per_million) / 1e6
-
     @property
     def json_example(self) -> bool:
         """Whether the daily, fold and reduce prompts show the answer's JSON: only for a model
@@ -233,8 +227,7 @@ class LLMSummarizer(LLMEstimates):
             partials = new
         return {u: v[0] for u, v in partials.items() if v}, dropped
 
-    # A model is asked only when there is something to condense: text within its length target is
-    # kept (quoted whole by the extractive summarizer; Outcome.passthrough says so).
+    # Text within its length target is kept (quoted whole by the extractive summarizer; passthrough).
 
     def _fits_daily(self, pd: PartitionDay, previous: dict[int, str] | None = None) -> bool:
         written: dict[int, int] = {}
@@ -298,7 +291,12 @@ class LLMSummarizer(LLMEstimates):
 
     async def fold(self, new: PartitionDay, previous: dict[int, str]) -> Outcome[dict[int, str]]:
         """One call per chunk of new messages (usually one): each message is read once, plus the
-        running summaries of the people who wrote them."""
+        running summaries of the people who wrote them — with condense = "cut", not those: the new
+        messages are summarised as a part of the day, one more line of each running summary."""
+        if self.lengths.condense == "cut":
+            out = await self.daily(new)
+            return replace(out, value={u: join_within([*previous.get(u, "").split("\n"), t], self.lengths.daily_chars)
+                                       for u, t in out.value.items()})
         if self._fits_daily(new, previous):
             return replace(await self.fallback.fold(new, previous), passthrough=PASSED_FITS)
         usage = Usage(calls=1)

@@ -74,7 +74,7 @@ def shorten(sentence: str, limit: int) -> str:
     return (cut or sentence[: limit - 1]) + "…"
 
 
-_SENTENCE_END = re.compile(r"[.!?…](?=\s)")
+_CUT_AT = re.compile(r"[.!?…](?=\s)")  # a sentence end to cut after
 
 
 def cut_text(text: str, limit: int) -> str:
@@ -82,7 +82,7 @@ def cut_text(text: str, limit: int) -> str:
     the second half of the limit (a summary leads with what matters), else cut at a word ("…")."""
     if len(text) <= limit:
         return text
-    ends = [m.end() for m in _SENTENCE_END.finditer(text, 0, limit)]
+    ends = [m.end() for m in _CUT_AT.finditer(text, 0, limit)]
     if ends and ends[-1] >= limit // 2:
         return text[:ends[-1]]
     return shorten(text, limit)
@@ -91,23 +91,25 @@ def cut_text(text: str, limit: int) -> str:
 SHORTEST_CUT = 24  # characters: a piece cut shorter than this says nothing
 
 
-def join_within(texts: list[str], limit: int) -> str:
-    """`texts` joined by spaces within `limit` characters: each cut (`cut_text`) to the largest
-    common length that fits, so every piece keeps its lead; whole when they fit. When that length
-    would be under SHORTEST_CUT, the last pieces are left out until it is not (the first stays)."""
+def join_within(texts: list[str], limit: int, sep: str = "\n") -> str:
+    """`texts` (a day's partial summaries in time order) joined by `sep` within `limit`
+    characters: each cut (`cut_text`) to the largest common length that fits, so every piece keeps
+    its lead; whole when they fit. When that length would be under SHORTEST_CUT, the oldest pieces
+    are left out until it is not (the newest stays). One piece a line: a later fold splits the
+    text into its pieces again and cuts each (never the whole text, which would drop the middle)."""
     texts = [t.strip() for t in texts if t.strip()]
-    if len(" ".join(texts)) <= limit:
-        return " ".join(texts)
-    while len(texts) > 1 and (limit - len(texts) + 1) // len(texts) < SHORTEST_CUT:
-        texts = texts[:-1]
+    if len(sep.join(texts)) <= limit:
+        return sep.join(texts)
+    while len(texts) > 1 and (limit - (len(texts) - 1) * len(sep)) // len(texts) < SHORTEST_CUT:
+        texts = texts[1:]
     lo, hi = 1, max(len(t) for t in texts)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if len(" ".join(cut_text(t, mid) for t in texts)) <= limit:
+        if len(sep.join(cut_text(t, mid) for t in texts)) <= limit:
             lo = mid
         else:
             hi = mid - 1
-    joined = " ".join(cut_text(t, lo) for t in texts)
+    joined = sep.join(cut_text(t, lo) for t in texts)
     return joined if len(joined) <= limit else shorten(joined, limit)
 
 

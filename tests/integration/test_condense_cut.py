@@ -111,3 +111,36 @@ def test_with_gemini_cut_sends_no_reduce_historical_or_merge_request(store, sett
     today = store.dailies([dt.date(2026, 11, 8)], partition=PARTITION)[0]["summary"]
     assert len(today) <= s.summary.daily_chars and "Message 0" in today  # the first part's lead is kept
     assert "2026-11-02: " in store.historicals([dt.date(2026, 11, 8)], partition=PARTITION)[0]["summary"]
+
+
+def test_with_gemini_cut_a_fold_reads_only_the_new_messages(store, settings):
+    """The hourly fold under "cut": the new messages summarised as one more part of the day, a
+    line added to each speaker's running summary; the running summaries are not sent."""
+    from tests.fakes.gemini_server import FakeGemini
+    from tests.fakes.responders import canned_answer, message_lines
+    from tests.integration.test_gemini import gemini_settings, llm
+    with FakeGemini(canned_answer) as server:
+        s = gemini_settings(settings, server)
+        s.summary = s.summary.model_copy(update={"condense": "cut", "daily_chars": 300, "context_chars": 1200})
+        s.refresh.fold_min_chars = 0  # fold every refresh
+        # each longer than daily_chars: the model is asked (a text within it is kept as written)
+        morning = [_say(8, LONG.format(n="morning") + " " + LONG.format(n="dawn")) |
+                   {"ts": dt.datetime(2026, 11, 8, 9, tzinfo=UTC)}]
+        noon = [_say(8, "Later: " + LONG.format(n="noon") + " " + LONG.format(n="lunch")) |
+                {"ts": dt.datetime(2026, 11, 8, 12, tzinfo=UTC)}]
+        ingest_messages(store, morning, s)
+        asyncio.run(execute(make_context(store, s, now=dt.datetime(2026, 11, 8, 9, 30, tzinfo=UTC), summarizer=llm(s)),
+                            "refresh", None, None))
+        first = store.dailies([dt.date(2026, 11, 8)], partition=PARTITION)[0]["summary"]
+        ingest_messages(store, noon, s)
+        server.reset()
+        asyncio.run(execute(make_context(store, s, now=dt.datetime(2026, 11, 8, 12, 30, tzinfo=UTC), summarizer=llm(s)),
+                            "refresh", None, None))
+        asked = [c.prompt_text for c in server.calls() if "<messages>" in c.prompt_text]
+    assert len(asked) == 1 and "<summaries>" not in asked[0]  # the running summary is not read again
+    assert [t for *_x, t in message_lines(asked[0])] == [noon[0]["text"]]  # only the new message
+    row = store.partition_days_between(PARTITION, dt.date(2026, 11, 8), dt.date(2026, 11, 8))[dt.date(2026, 11, 8)]
+    assert row["message_count"] == 2 and not row["degraded"]
+    now = store.dailies([dt.date(2026, 11, 8)], partition=PARTITION)[0]["summary"]
+    lines = now.split("\n")
+    assert len(lines) == 2 and first.startswith(lines[0].rstrip("…")) and "noon" in lines[1] and len(now) <= 300

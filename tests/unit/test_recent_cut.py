@@ -57,8 +57,11 @@ def test_partial_summaries_are_joined_each_keeping_its_lead():
     from pipeline.summarize.text import join_within
     parts = ["Ana opened the market stall. She sold bread all morning to the regulars and tourists.",
              "Ana closed early. In the evening she planned a trip to Porto with her cousin Rita."]
-    assert join_within(parts, 1000) == " ".join(parts)
+    assert join_within(parts, 1000) == "\n".join(parts)  # one piece a line
     joined = join_within(parts, 100)
-    assert len(joined) <= 100 and "Ana opened the market stall." in joined and "Ana closed early." in joined
+    first, second = joined.split("\n")
+    assert len(joined) <= 100 and first == "Ana opened the market stall." and second.startswith("Ana closed early.")
+    again = join_within([*joined.split("\n"), "Ana went to bed."], 100)  # a later fold: every piece keeps a line
+    assert [ln[:12] for ln in again.split("\n")] == ["Ana opened t", "Ana closed e", "Ana went to "]
     many = join_within([f"Piece {i} of a long day with much to say about it." for i in range(20)], 60)
-    assert len(many) <= 60 and many.startswith("Piece 0")  # too many for 24 characters each: the first ones
+    assert len(many) <= 60 and many.split("\n")[-1].startswith("Piece 19")  # too many for 24 characters each: the newest
