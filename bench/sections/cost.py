@@ -331,14 +331,18 @@ def render(res: dict) -> list[str]:
             f"on short chat messages (median 40 characters; the median active user wrote "
             f"{c['median_messages_per_user_day']} message(s) on day 7, {c['median_messages_per_user_before']} in "
             f"days {n_days}), and each message line adds its number and speaker (`12 p3: `). The live day's folds "
-            f"({part(live, ('fold',)):.2f}) read a few new messages each and again the running summaries of the "
-            f"people who wrote them: a user who writes in many hours is folded once per such fold (a fold waits "
-            f"while its new text is under `refresh.fold_min_chars` or under those running summaries, at most "
-            f"`refresh.fold_max_wait_h`; a day still waiting at the last refresh is folded by the run completing "
-            f"it). "
+            f"({part(live, ('fold',)):.2f}) read a few new messages each"
+            + (", and the fixed part again for each" if condense == "cut" else
+               " and again the running summaries of the people who wrote them: a user who writes in many hours "
+               "is folded once per such fold")
+            + f" (a fold waits while its new text is under `refresh.fold_min_chars`"
+            + ("" if condense == "cut" else " or under those running summaries")
+            + f", at most `refresh.fold_max_wait_h`; a day still waiting at the last refresh is folded by the run "
+            f"completing it). "
             + (f"No request reads a summary again (`[summary] condense = \"{condense}\"`: a big day's partial "
-               f"summaries, a past week and a recent part over their budgets are cut to fit without a call, "
-               f"pipeline/stages/recent.py): no reduce, historical or merge request. " if not rereads else
+               f"summaries, a fold's new part, a past week and a recent part over their budgets are cut to fit "
+               f"without a call, pipeline/stages/recent.py): no reduce, historical or merge request, and no "
+               f"running summary in a fold. " if not rereads else
                f"Summaries read again (`[summary] condense = \"{condense}\"`): every (partition, user) with a "
                f"message in days 1–6 whose week does not fit gets a historical call that reads all their daily "
                f"summaries again ({part(night, ('historical',)):.2f} per chat token at night), every context that "
