@@ -237,8 +237,8 @@ class LLMSummarizer(LLMEstimates):
         return all(n + len((previous or {}).get(u, "")) + len(pd.speakers[u]) + 2 <= budget
                    for u, n in written.items())
 
-    async def daily(self, partition_day: PartitionDay) -> Outcome[dict[int, str]]:
-        if self._fits_daily(partition_day):
+    async def daily(self, partition_day: PartitionDay, *, ask: bool = False) -> Outcome[dict[int, str]]:
+        if not ask and self._fits_daily(partition_day):
             return replace(await self.fallback.daily(partition_day), passthrough=PASSED_FITS)  # quoted whole
         usage = Usage(calls=1)
         handles = self.handles(partition_day)
@@ -293,12 +293,12 @@ class LLMSummarizer(LLMEstimates):
         """One call per chunk of new messages (usually one): each message is read once, plus the
         running summaries of the people who wrote them — with condense = "cut", not those: the new
         messages are summarised as a part of the day, one more line of each running summary."""
+        if self._fits_daily(new, previous):  # the running summaries and the new text fit together: as written
+            return replace(await self.fallback.fold(new, previous), passthrough=PASSED_FITS)
         if self.lengths.condense == "cut":
-            out = await self.daily(new)
+            out = await self.daily(new, ask=True)
             return replace(out, value={u: join_within([*previous.get(u, "").split("\n"), t], self.lengths.daily_chars)
                                        for u, t in out.value.items()})
-        if self._fits_daily(new, previous):
-            return replace(await self.fallback.fold(new, previous), passthrough=PASSED_FITS)
         usage = Usage(calls=1)
         handles = self.handles(new)
         current = dict(previous)

@@ -144,3 +144,24 @@ def test_with_gemini_cut_a_fold_reads_only_the_new_messages(store, settings):
     now = store.dailies([dt.date(2026, 11, 8)], partition=PARTITION)[0]["summary"]
     lines = now.split("\n")
     assert len(lines) == 2 and first.startswith(lines[0].rstrip("…")) and "noon" in lines[1] and len(now) <= 300
+
+
+def test_with_gemini_cut_a_fold_asks_the_model_once_the_day_outgrows_its_target(store, settings):
+    """A piece that fits daily_chars alone is still summarised by the model (facts included) when
+    the running summary and it no longer fit together: never a day of cut verbatim quotes."""
+    from tests.fakes.gemini_server import FakeGemini
+    from tests.fakes.responders import canned_answer, message_lines
+    from tests.integration.test_gemini import gemini_settings, llm
+    with FakeGemini(canned_answer) as server:
+        s = gemini_settings(settings, server)
+        s.summary = s.summary.model_copy(update={"condense": "cut", "daily_chars": 300, "context_chars": 1200})
+        s.refresh.fold_min_chars = 0
+        for hour, n in ((9, "morning"), (12, "noon")):  # each ~165 characters: fits 300 alone, not both
+            ingest_messages(store, [_say(8, LONG.format(n=n)) | {"ts": dt.datetime(2026, 11, 8, hour, tzinfo=UTC)}], s)
+            server.reset()
+            ctx = make_context(store, s, now=dt.datetime(2026, 11, 8, hour, 30, tzinfo=UTC), summarizer=llm(s))
+            asyncio.run(execute(ctx, "refresh", None, None))
+            asked = [c.prompt_text for c in server.calls() if "<messages>" in c.prompt_text]
+            if hour == 9:
+                assert asked == []  # the day's text fits its target: kept as written
+        assert len(asked) == 1 and [t for *_x, t in message_lines(asked[0])] == [LONG.format(n="noon")]
