@@ -331,7 +331,9 @@ def render(res: dict) -> list[str]:
             f"on short chat messages (median 40 characters; the median active user wrote "
             f"{c['median_messages_per_user_day']} message(s) on day 7, {c['median_messages_per_user_before']} in "
             f"days {n_days}), and each message line adds its number and speaker (`12 p3: `). The live day's folds "
-            f"({part(live, ('fold',)):.2f}) read a few new messages each"
+            + (f"(each a daily request on the new messages under \"cut\", counted as daily: "
+               f"{part(live, ('daily', 'fold')):.2f}) " if condense == "cut" else f"({part(live, ('fold',)):.2f}) ")
+            + "read a few new messages each"
             + (", and the fixed part again for each" if condense == "cut" else
                " and again the running summaries of the people who wrote them: a user who writes in many hours "
                "is folded once per such fold")
