@@ -28,6 +28,7 @@ def run(env: Env) -> dict:
         "history_reused": True,  # the minimum leaves those out (results before the reuse counted them)
         "stable_names": True,  # days before day 1 keep their inputs (results before that counted renamed days)
         "renders": True,  # a week or a context that fits its budget costs no call (results before that counted them)
+        "condense": lengths.condense,  # "cut": one over its budget costs none either
         "on_demand": expected.on_demand(act, days),
         "runs": {},
     }
@@ -84,7 +85,9 @@ def render(res: dict) -> list[str]:
                 f"the room a context leaves for the past week{reuse}; one merge per context (scope, user) whose day-1 "
                 f"and historical summaries of its sources do not fit `[summary] context_chars` (what fits is passed "
                 f"through as dated lines, no call: `pipeline/stages/recent.py`; lengths of `bench/instant.py`'s "
-                f"answers). " if res.get("renders") else
+                f"answers)" + (f"; with `[summary] condense = \"cut\"` (this run) neither is called: a week or "
+                               f"recent part over its budget is cut to fit" if res.get("condense") == "cut" else "")
+                + ". " if res.get("renders") else
                 f"one historical call per (partition, user) with a message in days 2–7{reuse}; one merge per context "
                 f"(scope, user) whose sources give at least two non-empty inputs among facts, day-1 and historical "
                 f"summaries (the corpus has no facts, so: a day-1 and a historical summary). ") +
