@@ -61,7 +61,8 @@ class SummaryLengths(BaseModel):
     historical_chars: int = Field(500, ge=40)
     context_chars: int = Field(1200, ge=80, description="the recent part of a context (today + past week)")
     condense: Literal["cut", "model"] = Field(
-        "cut", description="a past week or recent part over its budget: cut to fit (no call) or condensed by the model")
+        "cut", description="a past week, recent part or a day's partial summaries over their budget: cut to fit "
+                           "(no call; a fold reads only new messages) or condensed by the model")
 
     def text_key(self, *, chunks: bool = False) -> dict:
         """What a summarizer's texts depend on (its fingerprint): the lengths, and for one that

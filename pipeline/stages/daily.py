@@ -203,8 +203,8 @@ def _fold_waits(ctx: RunContext, pd: PartitionDay, existing: dict | None) -> boo
     change since they were made is a few new messages (`_foldable_prefix`): fewer characters of
     text than `refresh.fold_min_chars` or, with [summary] condense = "model", than the running
     summaries of their speakers (which that fold reads again), the oldest younger than
-    `refresh.fold_max_wait_h` hours — the fold's fixed
-    prompt (~600 tokens) and those summaries would outweigh them. Never with an in-process
+    `refresh.fold_max_wait_h` hours — the fold's fixed prompt (~600 tokens) and those summaries
+    would outweigh them. Never with an in-process
     summarizer (its fold costs nothing) nor with --force, nor when a new message reads like an
     in-chat memory request (stages/requests.py: "forget what I said about …" is applied within the
     hour); any other change is computed at once."""

@@ -33,7 +33,7 @@ from collections import Counter
 from typing import Iterable, Mapping
 
 from ..summarize.safe_text import clean, clean_line
-from ..summarize.text import content_tokens, cut_text, shorten
+from ..summarize.text import SHORTEST_CUT, common_cut, content_tokens, cut_text, shorten
 
 # In the input hash of a rendered historical row or recent part (2: dated "Today, <day>" lines,
 # partition labels in DM scopes, text made safe to paste).
@@ -158,20 +158,10 @@ def dated(text: str, first: dt.date, last: dt.date, where: str = "") -> str:
     return "\n".join(out)
 
 
-_SHORTEST_CUT = 24  # characters: a text cut shorter than this says nothing, it is left out
 def _common_cut(texts: list[str], fits, cut=shorten) -> list[str]:
-    """`texts` with the longest cut (by `cut`: at a word, "…") to one common length, the largest
-    for which `fits(texts)` holds; all left out when that is under _SHORTEST_CUT."""
-    if fits(texts):
-        return texts
-    lo, hi = 0, max((len(t) for t in texts), default=0)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if fits([cut(t, mid) for t in texts]):
-            lo = mid
-        else:
-            hi = mid - 1
-    return [cut(t, lo) for t in texts] if lo >= _SHORTEST_CUT else []
+    """`texts` cut (at a word, "…") to the longest common length that `fits`; all left out when
+    that is under SHORTEST_CUT characters (a text cut shorter says nothing)."""
+    return common_cut(texts, fits, cut, SHORTEST_CUT) or []
 
 
 def render_week_within(dailies: Iterable[tuple[dt.date, str]], limit: int) -> str:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from .base import ChatLine, PartitionDay
-from .text import shorten
+from .text import common_cut, shorten
 
 # Discord display names are at most 32 characters: a longer name is input nobody typed in a
 # client, and a few words are all a summary needs.
@@ -54,17 +54,7 @@ def fit_texts(texts: Sequence[str], render: Callable[[list[str]], str], budget: 
               cut: Callable[[str, int], str] = _cut) -> list[str]:
     """`texts` with the longest cut to one common length, the largest that makes `render(texts)`
     fit (short texts stay whole); unchanged when they already fit."""
-    texts = list(texts)
-    if not texts or budget.fits(render(texts)):
-        return texts
-    lo, hi = 0, max(len(t) for t in texts)
-    while lo < hi:  # the largest cap that fits
-        mid = (lo + hi + 1) // 2
-        if budget.fits(render([cut(t, mid) for t in texts])):
-            lo = mid
-        else:
-            hi = mid - 1
-    return [cut(t, lo) for t in texts]
+    return common_cut(list(texts), lambda ts: budget.fits(render(ts)), cut)
 
 
 def speakers_per_answer(max_output_tokens: int, daily_chars: int) -> int:

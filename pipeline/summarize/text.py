@@ -4,6 +4,7 @@ forget path. Deterministic: same input, same output, on every machine."""
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 STOPWORDS = frozenset("""
 a about after again all also am an and any are as at be because been before being but by can
@@ -91,6 +92,24 @@ def cut_text(text: str, limit: int) -> str:
 SHORTEST_CUT = 24  # characters: a piece cut shorter than this says nothing
 
 
+def common_cut(texts: list[str], fits: Callable[[list[str]], bool], cut: Callable[[str, int], str] = shorten,
+               shortest: int = 0) -> list[str] | None:
+    """`texts` unchanged when `fits(texts)`, else each cut by `cut` to one common length, the
+    largest for which `fits` holds (short texts stay whole); None when that length is under
+    `shortest`. The one binary search behind every "cut to fit" (budget.fit_texts,
+    stages/recent.py, join_within)."""
+    if not texts or fits(texts):
+        return texts
+    lo, hi = 0, max(len(t) for t in texts)
+    while lo < hi:  # the largest length that fits
+        mid = (lo + hi + 1) // 2
+        if fits([cut(t, mid) for t in texts]):
+            lo = mid
+        else:
+            hi = mid - 1
+    return [cut(t, lo) for t in texts] if lo >= shortest else None
+
+
 def join_within(texts: list[str], limit: int, sep: str = "\n") -> str:
     """`texts` (a day's partial summaries in time order) joined by `sep` within `limit`
     characters: each cut (`cut_text`) to the largest common length that fits, so every piece keeps
@@ -102,14 +121,7 @@ def join_within(texts: list[str], limit: int, sep: str = "\n") -> str:
         return sep.join(texts)
     while len(texts) > 1 and (limit - (len(texts) - 1) * len(sep)) // len(texts) < SHORTEST_CUT:
         texts = texts[1:]
-    lo, hi = 1, max(len(t) for t in texts)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if len(sep.join(cut_text(t, mid) for t in texts)) <= limit:
-            lo = mid
-        else:
-            hi = mid - 1
-    joined = sep.join(cut_text(t, lo) for t in texts)
+    joined = sep.join(common_cut(texts, lambda ts: len(sep.join(ts)) <= limit, cut_text))
     return joined if len(joined) <= limit else shorten(joined, limit)
 
 
