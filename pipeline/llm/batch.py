@@ -38,7 +38,7 @@ from typing import Iterator
 from ..hashing import input_hash
 from ..summarize.schemas import DailyOut, ForgetOut, HistoricalOut, MergeOut
 from .client import LLMResponse
-from .errors import BadOutput
+from .errors import AnswerCutShort, BadOutput
 from .gemini import is_gemma
 
 log = logging.getLogger(__name__)
@@ -109,8 +109,9 @@ class BatchBook:
         used.append(key)
         if row["state"] == "failed":
             return None, 1.0  # its job failed or was given up: the interactive path, within the quota
-        if row["answer_error"]:
-            raise BadOutput(row["answer_error"])
+        if row["answer_error"]:  # read_response's text: a cut-short answer is split, not retried
+            cut_short = "finishReason MAX_TOKENS" in row["answer_error"]
+            raise (AnswerCutShort if cut_short else BadOutput)(row["answer_error"])
         factor = 1.0 if row["answered_by"] == "interactive" else self.settings.gemini.batch_price_factor
         return LLMResponse(row["answer"], row["prompt_tokens"], row["output_tokens"], "STOP"), factor
 

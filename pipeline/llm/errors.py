@@ -38,6 +38,12 @@ class BadOutput(LLMError):
     retryable = True
 
 
+class AnswerCutShort(BadOutput):
+    """The answer reached max_output_tokens (finishReason MAX_TOKENS). The same request is likely
+    cut short again, at full price: a daily or fold piece of several messages is asked in two
+    halves instead (LLMSummarizer.daily); anything else is retried as a bad answer."""
+
+
 class QuotaExhausted(LLMError):
     """The configured daily request quota is spent: use the fallback without trying."""
 

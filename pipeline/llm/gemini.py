@@ -31,7 +31,7 @@ from google.genai import types
 
 from ..safety import register_secret
 from .client import LLMResponse
-from .errors import BadOutput, Permanent, RateLimited, Transient
+from .errors import AnswerCutShort, BadOutput, Permanent, RateLimited, Transient
 
 _BLOCKING = {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "OTHER", "LANGUAGE",
              "IMAGE_SAFETY", "MALFORMED_FUNCTION_CALL"}
@@ -103,7 +103,7 @@ def read_response(model: str, response: types.GenerateContentResponse) -> LLMRes
     finish = response.candidates[0].finish_reason
     finish_name = getattr(finish, "name", None) or (str(finish) if finish else None)
     if finish_name == "MAX_TOKENS":
-        raise BadOutput(f"{model}: answer truncated (finishReason MAX_TOKENS)")
+        raise AnswerCutShort(f"{model}: answer truncated (finishReason MAX_TOKENS)")
     if finish_name in _BLOCKING:
         raise BadOutput(f"{model}: answer blocked (finishReason {finish_name})")
     text = response.text

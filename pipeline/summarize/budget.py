@@ -57,43 +57,64 @@ def fit_texts(texts: Sequence[str], render: Callable[[list[str]], str], budget: 
     return common_cut(list(texts), lambda ts: budget.fits(render(ts)), cut)
 
 
-def speakers_per_answer(max_output_tokens: int, daily_chars: int) -> int:
-    """How many speakers one daily or fold answer can summarise within `max_output_tokens`: a
-    summary of "about daily_chars" characters (4 a token, a quarter over allowed), its JSON and
-    about a fact each (40 tokens), within nine tenths of the limit. An answer past the limit is
-    cut short (finishReason MAX_TOKENS): an error, retried, then the extractive fallback."""
-    return max(1, (max_output_tokens * 9 // 10) // (daily_chars * 5 // 16 + 40))
+def answer_tokens(written_chars: int, daily_chars: int) -> int:
+    """What one speaker's part of a daily or fold answer is expected to take, in output tokens: a
+    summary of at most about `daily_chars` characters, shorter for who said little (the prompt
+    asks a sentence of them: what they wrote and a sentence's worth more at most), its JSON, and
+    facts restating at most half of what they wrote (up to 800 characters). 4 characters a token,
+    a quarter over. An estimate, not a bound: an answer longer still is split (LLMSummarizer.daily)."""
+    summary = min(daily_chars, written_chars + 60)
+    return (summary + 60 + min(written_chars // 2, 800)) * 5 // 16
+
+
+def answer_room(max_output_tokens: int) -> int:
+    """The output tokens a chunk's answers may be estimated at: nine tenths of the limit. An answer
+    past the limit is cut short (finishReason MAX_TOKENS); the piece is then asked in two halves
+    (LLMSummarizer.daily)."""
+    return max_output_tokens * 9 // 10
 
 
 def with_text(line: ChatLine, text: str) -> ChatLine:
     return dataclasses.replace(line, text=text)
 
 
+AnswerBudget = tuple[int, Callable[[int], int]]  # output tokens; a speaker's tokens by characters written
+
+
 def chunk_lines(lines: Lines, render: Callable[[Lines, int | None], str], budget: Budget,
-                max_speakers: int | None = None) -> list[Lines]:
-    """Split a day by time into pieces whose prompt `render(piece, part)` fits, and whose distinct
-    speakers are at most `max_speakers` (the answer has a summary for each: it must fit the
-    model's output limit too): packed by an estimate, then checked by rendering, a piece that does
-    not fit split in two, a single message that does not fit alone cut."""
-    if budget.fits(render(lines, None)) and (max_speakers is None or len({ln.user_id for ln in lines}) <= max_speakers):
+                answer: AnswerBudget | None = None) -> list[Lines]:
+    """Split a day by time into pieces whose prompt `render(piece, part)` fits and whose answer
+    is expected to fit too: `answer` = (output tokens, speaker_tokens), the piece's speakers'
+    `speaker_tokens(characters written)` summed within them. Packed by an estimate, then checked
+    by rendering, a piece that does not fit split in two, a single message that does not fit alone cut."""
+    def answer_fits(piece: Lines) -> bool:
+        written: dict[int, int] = {}
+        for ln in piece:
+            written[ln.user_id] = written.get(ln.user_id, 0) + len(ln.text)
+        return answer is None or sum(map(answer[1], written.values())) <= answer[0]
+
+    if budget.fits(render(lines, None)) and answer_fits(lines):
         return [lines]
     room = max(budget.room(render((), 1)) - 400, 200)
     lines = tuple(ln if len(ln.text) <= room // 2 else with_text(ln, shorten(ln.text, room // 2)) for ln in lines)
     out: list[list[ChatLine]] = []
-    used = 0
-    speakers: set[int] = set()
+    used = answered = 0
+    written: dict[int, int] = {}
     for ln in lines:
         # its line ("12 p3>…: " and an hour line now and then) and a speaker line; rendering checks
         cost = len(ln.text) + len(ln.reply_to_name or "") + len(ln.name) + 24
-        full = max_speakers is not None and ln.user_id not in speakers and len(speakers) >= max_speakers
-        if out and out[-1] and used + cost <= room and not full:
+        before = written.get(ln.user_id)
+        more = answer[1]((before or 0) + len(ln.text)) - (answer[1](before) if before is not None else 0) if answer else 0
+        if out and out[-1] and used + cost <= room and (answer is None or answered + more <= answer[0]):
             out[-1].append(ln)
             used += cost
-            speakers.add(ln.user_id)
+            answered += more
+            written[ln.user_id] = (before or 0) + len(ln.text)
         else:
             out.append([ln])
             used = cost
-            speakers = {ln.user_id}
+            answered = answer[1](len(ln.text)) if answer else 0
+            written = {ln.user_id: len(ln.text)}
     final: list[Lines] = []
     stack = [tuple(p) for p in reversed(out)]
     while stack:

@@ -23,13 +23,14 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 from ..clock import Clock, system_clock
 from ..hashing import input_hash
 from ..llm.client import LLMClient, estimate_tokens
-from ..llm.errors import BadOutput, LLMError, RateLimited, fallback_reason
+from ..llm.errors import AnswerCutShort, BadOutput, LLMError, RateLimited, fallback_reason
 from ..llm.gemini import is_gemma
 from ..llm.limiter import RateLimiter
 from ..llm.shared_limiter import SharedQuota, SharedRateLimiter
 from .base import PASSED_FITS, ChatLine, Outcome, PartitionDay, Usage
-from .budget import Budget, chunk_lines, fit_texts, reduce_requests, short_name, speakers_per_answer
+from .budget import AnswerBudget, Budget, answer_room, answer_tokens, chunk_lines, fit_texts, short_name
 from .estimates import LLMEstimates
+from .reduce import ModelReduce
 from .extractive import ExtractiveSummarizer
 from .facts_out import candidates, checked_requests, messages, of_users, prepared, requests_of
 from .prompts import PROMPTS_DIR, render, template_hash
@@ -54,7 +55,7 @@ def strip_fences(text: str) -> str:
     return m.group(1) if m else text.strip()
 
 
-class LLMSummarizer(LLMEstimates):
+class LLMSummarizer(LLMEstimates, ModelReduce):
     kind = "gemini"
 
     def __init__(self, settings, client: LLMClient, *, sleep=asyncio.sleep, monotonic=None,
@@ -120,8 +121,9 @@ class LLMSummarizer(LLMEstimates):
     def _should_retry(self, exc: BaseException) -> bool:
         return isinstance(exc, LLMError) and exc.retryable and self.retry_budget > 0
 
-    async def ask(self, operation: str, prompt: str, schema: type[M], usage: Usage) -> M:
-        """One validated answer, with bounded retries. Raises LLMError when it gives up."""
+    async def ask(self, operation: str, prompt: str, schema: type[M], usage: Usage, *, split: bool = False) -> M:
+        """One validated answer, with bounded retries. Raises LLMError when it gives up. `split`:
+        the caller asks in halves an answer cut short (AnswerCutShort is raised, not retried)."""
         model = self.cfg.model_for(operation)
         limiter = self._limiter(model)
         if self._semaphore is None:
@@ -165,7 +167,8 @@ class LLMSummarizer(LLMEstimates):
             self.retry_budget -= 1
 
         retrying = AsyncRetrying(stop=stop_after_attempt(self.cfg.max_attempts), wait=self._wait,
-                                 retry=retry_if_exception(self._should_retry), sleep=self._sleep,
+                                 retry=retry_if_exception(lambda e: self._should_retry(e) and not (
+                                     split and isinstance(e, AnswerCutShort))), sleep=self._sleep,
                                  before_sleep=before_sleep, reraise=True)
         return await retrying(attempt)
 
@@ -185,7 +188,27 @@ class LLMSummarizer(LLMEstimates):
     def chunks(self, pd: PartitionDay) -> list[tuple[ChatLine, ...]]:
         """Split a prepared partition-day by time into pieces whose prompt fits the input budget."""
         return chunk_lines(pd.lines, lambda lines, part: self._render_daily(pd, lines, part), self.budget,
-                           speakers_per_answer(self.cfg.max_output_tokens, self.lengths.daily_chars))
+                           self.answer_budget())
+
+    def answer_budget(self, rewrites: bool = False) -> AnswerBudget:
+        """What one answer may hold; `rewrites`: each speaker's summary is written whole again (a
+        model fold of a running summary), not only what the piece shows."""
+        chars = self.lengths.daily_chars
+        return answer_room(self.cfg.max_output_tokens), lambda w: answer_tokens(max(w, chars) if rewrites else w, chars)
+
+    async def _answers(self, pd: PartitionDay, piece: tuple[ChatLine, ...], part: int | None,
+                       usage: Usage) -> list[tuple[tuple[ChatLine, ...], DailyOut]]:
+        """The piece's answer; when it came back cut short at max_output_tokens (more speakers or
+        facts than estimated), the piece's two halves by time, asked alike."""
+        try:
+            return [(piece, await self.ask("daily", self._render_daily(pd, piece, part), DailyOut, usage,
+                                           split=len(piece) > 1))]
+        except AnswerCutShort:
+            if len(piece) < 2:
+                raise
+            mid = len(piece) // 2
+            halves = await asyncio.gather(*(self._answers(pd, half, part or 1, usage) for half in (piece[:mid], piece[mid:])))
+            return halves[0] + halves[1]
 
     def _accept(self, pd: PartitionDay, answer: DailyOut, handles: dict[int, str]) -> tuple[dict[int, str], int]:
         by_handle = {h: uid for uid, h in handles.items()}
@@ -198,34 +221,6 @@ class LLMSummarizer(LLMEstimates):
                 continue
             out[uid] = item.summary.strip()
         return out, dropped
-
-    async def _reduce(self, pd: PartitionDay, partials: dict[int, list[str]], usage: Usage) -> tuple[dict[int, str], int]:
-        """Combine each speaker's partial summaries, in as many budget-sized calls as needed."""
-        handles = self.handles(pd)
-        dropped = 0
-
-        def prompt_for(items: list[tuple[int, list[str]]]) -> str:
-            return render("reduce", day=pd.day, target_chars=self.lengths.daily_chars, json_example=self.json_example,
-                          speakers=[(handles[u], pd.speakers[u], texts) for u, texts in items])
-
-        # partial summaries that together fit the target are joined, in time order, without a call;
-        target = self.lengths.daily_chars  # with condense = "cut", always: each cut to fit (no summary read again)
-        if self.lengths.condense == "cut":
-            return {u: join_within(v, target) for u, v in partials.items() if v}, 0
-        partials = {u: [" ".join(v)] if len(v) > 1 and sum(len(t) + 1 for t in v) - 1 <= target else v
-                    for u, v in partials.items()}
-        while any(len(v) > 1 for v in partials.values()):
-            requests = reduce_requests(partials, prompt_for, self.budget)
-            results = await asyncio.gather(*(self.ask("daily", prompt_for(r), DailyOut, usage) for r in requests))
-            new: dict[int, list[str]] = {u: list(v) for u, v in partials.items() if len(v) <= 1}
-            for items, answer in zip(requests, results):
-                got, d = self._accept(pd, answer, handles)
-                dropped += d
-                for uid, texts in items:
-                    # a speaker the model left out keeps its partials' first piece rather than vanish
-                    new.setdefault(uid, []).append(got.get(uid) or texts[0])
-            partials = new
-        return {u: v[0] for u, v in partials.items() if v}, dropped
 
     # Text within its length target is kept (quoted whole by the extractive summarizer; passthrough).
 
@@ -244,21 +239,21 @@ class LLMSummarizer(LLMEstimates):
         handles = self.handles(partition_day)
         pd = prepared(partition_day)
         try:
-            pieces = self.chunks(pd)
-            answers = await asyncio.gather(*(
-                self.ask("daily", self._render_daily(pd, piece, (i + 1) if len(pieces) > 1 else None), DailyOut, usage)
-                for i, piece in enumerate(pieces)))
+            chunks = self.chunks(pd)
+            answered = [a for got in await asyncio.gather(*(
+                self._answers(pd, piece, (i + 1) if len(chunks) > 1 else None, usage) for i, piece in enumerate(chunks)))
+                for a in got]
             dropped = 0
             partials: dict[int, list[str]] = {}
             facts, asked = [], []  # from the chunks' answers (whole-day positions); a reduce's are not read
-            for piece, answer in zip(pieces, answers):
+            for piece, answer in answered:
                 got, d = self._accept(partition_day, answer, handles)
                 dropped += d
                 for uid, text in got.items():
                     partials.setdefault(uid, []).append(text)
                 facts += candidates(answer, handles, piece)
                 asked += requests_of(answer, handles, piece)
-            if len(pieces) > 1:
+            if len(answered) > 1:
                 summaries, d = await self._reduce(pd, partials, usage)
                 dropped += d
             else:
@@ -310,14 +305,22 @@ class LLMSummarizer(LLMEstimates):
         cap = self.budget.room(self._render_fold(pd, (), {})) // 4
         held = {u: newest_within([t], cap) for u, t in previous.items()}
         try:
-            for piece in chunk_lines(pd.lines, lambda lines, _part: self._render_fold(pd, lines, held), self.budget,
-                                     speakers_per_answer(self.cfg.max_output_tokens, self.lengths.daily_chars)):
+            pieces = chunk_lines(pd.lines, lambda lines, _part: self._render_fold(pd, lines, held), self.budget,
+                                 self.answer_budget(rewrites=True))[::-1]
+            while pieces:  # sequential: each folds into the last
+                piece = pieces.pop()
                 speakers = sorted({ln.user_id for ln in piece} & set(current))
 
                 def prompt_for(texts: list[str]) -> str:
                     return self._render_fold(pd, piece, current | dict(zip(speakers, texts)))
                 prompt = prompt_for(fit_texts([current[u] for u in speakers], prompt_for, self.budget))
-                answer = await self.ask("daily", prompt, DailyOut, usage)  # sequential: each folds into the last
+                try:
+                    answer = await self.ask("daily", prompt, DailyOut, usage, split=len(piece) > 1)
+                except AnswerCutShort:  # more than estimated: its halves, in time order
+                    if len(piece) < 2:
+                        raise
+                    pieces += [piece[len(piece) // 2:], piece[:len(piece) // 2]]
+                    continue
                 got, d = self._accept(new, answer, handles)
                 dropped += d
                 current.update(got)

@@ -599,7 +599,9 @@ class FakeGemini:
                 action = action.then
                 continue
             if isinstance(action, _Ok):
-                return (200, self._answer(rec, action.text, action.finish_reason)), action.outcome
+                answer = self._answer(rec, action.text, action.finish_reason)
+                cut = answer["candidates"][0]["finishReason"] == "MAX_TOKENS" and action.finish_reason != "MAX_TOKENS"
+                return (200, answer), "truncated" if cut else action.outcome  # cut at maxOutputTokens
             if isinstance(action, _Status):
                 return _error(action.code, action.message, action.retry_delay, action.status_name), "status"
             if isinstance(action, _Blocked):

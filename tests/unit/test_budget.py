@@ -56,17 +56,31 @@ def test_every_chunk_fits_and_a_message_too_long_for_any_request_is_cut():
     assert len(next(ln for p in pieces for ln in p if ln.message_id == 4).text) < 1200
 
 
-def test_a_chunk_holds_at_most_the_speakers_one_answer_can_summarise():
-    from pipeline.summarize.budget import speakers_per_answer
+def test_a_chunk_holds_at_most_the_answer_one_reply_can_hold():
     lines = tuple(ChatLine(i, i % 25, f"U{i % 25}", "hi", TS) for i in range(100))  # short: one request's input
 
     def render(piece, _part):
         return "".join(f"<m>{ln.text}</m>" for ln in piece)
     big = Budget(100_000, estimate_tokens)
+
+    def per_speaker(_written):
+        return 10
     assert chunk_lines(lines, render, big) == [lines]
-    assert chunk_lines(lines, render, big, max_speakers=25) == [lines]
-    pieces = chunk_lines(lines, render, big, max_speakers=10)
+    assert chunk_lines(lines, render, big, (250, per_speaker)) == [lines]
+    pieces = chunk_lines(lines, render, big, (100, per_speaker))
     assert len(pieces) > 1 and all(len({ln.user_id for ln in p}) <= 10 for p in pieces)
     assert [ln.message_id for p in pieces for ln in p] == list(range(100))  # in time order, none lost
-    # the default output limit and length target: a day of 200 speakers is never one answer
-    assert 20 <= speakers_per_answer(8192, 300) < 200 and speakers_per_answer(8192, 40) > speakers_per_answer(8192, 300)
+    # what a speaker wrote counts: one who wrote more fills the answer sooner
+    wordy = tuple(ChatLine(i, i % 25, f"U{i % 25}", "word " * 100, TS) for i in range(100))
+    assert len(chunk_lines(wordy, render, big, (500, lambda w: w // 50))) > len(chunk_lines(lines, render, big, (500, lambda w: w // 50))) == 1
+
+
+def test_a_speakers_expected_answer_grows_with_what_they_wrote_up_to_the_target():
+    from pipeline.summarize.budget import answer_room, answer_tokens
+    little, much = answer_tokens(40, 300), answer_tokens(3000, 300)
+    assert little < much
+    assert answer_tokens(300, 300) == answer_tokens(300, 300) and answer_tokens(10_000, 300) == answer_tokens(20_000, 300)
+    # the default output limit and length target: a day of 200 light speakers is never one
+    # answer, but many more light speakers than wordy ones share one
+    assert 200 * little > answer_room(8192) > 50 * little
+    assert answer_room(8192) // little > 2 * (answer_room(8192) // much)
