@@ -104,6 +104,23 @@ class ModelPrice(BaseModel):
     output_per_million: float = Field(0.0, ge=0)
 
 
+# Google's model pages: Gemini 2.5 and 3 models answer up to 65,536 tokens; Gemma 3 and Gemini 2.0
+# up to 8,192, also the floor for a model not listed here.
+_LONG_ANSWERS = re.compile(r"(models/)?gemini-(2\.5|3)")
+
+
+def model_output_limit(model: str) -> int:
+    return 65_536 if _LONG_ANSWERS.match(model) else 8_192
+
+
+def model_input_budget(model: str) -> int:
+    """A chunk of a busy day: each chunk repeats the prompt's fixed part (instructions, speaker
+    list), so bigger chunks cost fewer prompt tokens; its answer grows with it (budget.answer_tokens),
+    which the models with long answers can give. Gemma 3 (8,192 out, and 15,000 tokens a minute on
+    the free tier) and the rest keep 8,000."""
+    return 16_000 if _LONG_ANSWERS.match(model) else 8_000
+
+
 class GeminiSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
 
@@ -121,8 +138,12 @@ class GeminiSettings(BaseModel):
     backoff_initial_s: float = Field(1.0, ge=0)
     backoff_max_s: float = Field(60.0, ge=0)
     concurrency: int = Field(4, ge=1)
-    input_budget_tokens: int = Field(8000, ge=200, description="largest prompt sent; bigger days are map-reduced")
-    max_output_tokens: int = Field(8192, ge=64, description="Gemma 3 answers at most 8192")
+    input_budget_tokens: int | None = Field(None, ge=200, description="largest prompt sent, bigger days are read in "
+                                            "chunks; unset: model_input_budget (Gemini 2.5+ 16,000, others 8,000)")
+    max_output_tokens: int | None = Field(None, ge=64, description="longest answer asked; unset: the model's own "
+                                          "limit (model_output_limit: Gemini 2.5+ 65,536, others 8,192)")
+    answer_tokens_per_s: float = Field(100.0, gt=0, description="a request waits timeout_s plus its expected "
+                                       "answer at this speed (a long day's answer takes minutes)")
     thinking_budget: int = Field(0, ge=-1, description="thinking tokens (billed as output); -1: the model decides")
     degraded_retry_budget: int = Field(3, ge=0, description="later runs that retry a degraded row")
     rate_window_s: float = Field(60.0, gt=0, description="the limits' window: leave at 60 (tests shrink it)")
@@ -149,6 +170,16 @@ class GeminiSettings(BaseModel):
 
     def model_for(self, operation: str) -> str:
         return self.models.get(operation) or self.models["daily"]
+
+    def output_limit(self, model: str) -> int:
+        """The longest answer asked of `model`: max_output_tokens, else the model's own limit."""
+        return self.max_output_tokens or model_output_limit(model)
+
+    @property
+    def input_budget(self) -> int:
+        """The largest prompt sent to any of the configured models: input_budget_tokens, else the
+        smallest of their defaults (one budget for every operation: the prompts share helpers)."""
+        return self.input_budget_tokens or min(model_input_budget(m) for m in {*self.models.values()})
 
 
 class SchedulerSettings(BaseModel):

@@ -82,7 +82,7 @@ class BatchBook:
         self.thinking_budget = thinking_budget  # what the client sends (GeminiClient.thinking_budget)
 
     def _key(self, model: str, prompt: str, system: str, schema: type | None) -> str:
-        return request_key(model, system, prompt, schema, self.settings.gemini.max_output_tokens, self.thinking_budget)
+        return request_key(model, system, prompt, schema, self.settings.gemini.output_limit(model), self.thinking_budget)
 
     @staticmethod
     def _schema(model: str, schema: type | None) -> type | None:
@@ -101,7 +101,7 @@ class BatchBook:
         row = self.store.batch_request(key)
         if row is None:
             request = {"prompt": prompt, "system": system, "schema": schema.__name__ if schema else None,
-                       "max_output_tokens": self.settings.gemini.max_output_tokens}
+                       "max_output_tokens": self.settings.gemini.output_limit(model)}
             self.store.record_batch_request(key, model, request, self.clock(), item_key=_item.get())
             raise Deferred(key)
         if row["state"] in ("pending", "submitted"):

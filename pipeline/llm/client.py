@@ -16,8 +16,9 @@ class LLMResponse:
 
 class LLMClient(Protocol):
     async def generate(self, model: str, prompt: str, *, system: str | None, json_schema: type | None,
-                       max_output_tokens: int) -> LLMResponse:
-        """Send one request. Raises RateLimited, Transient, BadOutput or Permanent."""
+                       max_output_tokens: int, timeout_s: float | None = None) -> LLMResponse:
+        """Send one request. Raises RateLimited, Transient, BadOutput or Permanent. `timeout_s`:
+        this request's deadline when it is not the client's (a long answer expected)."""
 
     async def aclose(self) -> None: ...
 

@@ -147,15 +147,18 @@ class GeminiClient:
         return prompt, config
 
     async def generate(self, model: str, prompt: str, *, system: str | None, json_schema: type | None,
-                       max_output_tokens: int) -> LLMResponse:
+                       max_output_tokens: int, timeout_s: float | None = None) -> LLMResponse:
         prompt, config = self.request(model, prompt, system=system, json_schema=json_schema,
                                       max_output_tokens=max_output_tokens)
+        timeout_s = timeout_s or self.timeout_s
+        if timeout_s != self.timeout_s:  # this request's own deadline (the client's options patched)
+            config.http_options = types.HttpOptions(timeout=int(timeout_s * 1000))
         try:
             # Our own deadline too: a server that accepts the connection and then stalls must
             # not hang a run, whatever the transport does.
             response = await asyncio.wait_for(
                 self._client.aio.models.generate_content(model=model, contents=prompt, config=config),
-                timeout=self.timeout_s + 5,
+                timeout=timeout_s + 5,
             )
         # `from None` for the server's errors: google-genai's exception text is the whole error
         # JSON, which may quote the request (key included); ours keeps its code, status and message.
@@ -168,7 +171,7 @@ class GeminiClient:
         except genai_errors.ServerError as exc:
             raise Transient(f"{model}: server error {exc.code} {exc.status}") from None
         except (httpx2.TimeoutException, asyncio.TimeoutError) as exc:
-            raise Transient(f"{model}: timed out after {self.timeout_s:g}s") from exc
+            raise Transient(f"{model}: timed out after {timeout_s:g}s") from exc
         except httpx2.TransportError as exc:
             raise Transient(f"{model}: connection failed: {exc.__class__.__name__}") from exc
         return read_response(model, response)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from .base import ChatLine, PartitionDay
 from .text import common_cut, shorten
@@ -81,19 +81,21 @@ def with_text(line: ChatLine, text: str) -> ChatLine:
 AnswerBudget = tuple[int, Callable[[int], int]]  # output tokens; a speaker's tokens by characters written
 
 
+def expected_answer(lines: Iterable[ChatLine], speaker_tokens: Callable[[int], int]) -> int:
+    """The output tokens an answer about `lines` is expected to take: each speaker's by what they wrote."""
+    written: dict[int, int] = {}
+    for ln in lines:
+        written[ln.user_id] = written.get(ln.user_id, 0) + len(ln.text)
+    return sum(map(speaker_tokens, written.values()))
+
+
 def chunk_lines(lines: Lines, render: Callable[[Lines, int | None], str], budget: Budget,
                 answer: AnswerBudget | None = None) -> list[Lines]:
     """Split a day by time into pieces whose prompt `render(piece, part)` fits and whose answer
     is expected to fit too: `answer` = (output tokens, speaker_tokens), the piece's speakers'
     `speaker_tokens(characters written)` summed within them. Packed by an estimate, then checked
     by rendering, a piece that does not fit split in two, a single message that does not fit alone cut."""
-    def answer_fits(piece: Lines) -> bool:
-        written: dict[int, int] = {}
-        for ln in piece:
-            written[ln.user_id] = written.get(ln.user_id, 0) + len(ln.text)
-        return answer is None or sum(map(answer[1], written.values())) <= answer[0]
-
-    if budget.fits(render(lines, None)) and answer_fits(lines):
+    if budget.fits(render(lines, None)) and (answer is None or expected_answer(lines, answer[1]) <= answer[0]):
         return [lines]
     room = max(budget.room(render((), 1)) - 400, 200)
     lines = tuple(ln if len(ln.text) <= room // 2 else with_text(ln, shorten(ln.text, room // 2)) for ln in lines)

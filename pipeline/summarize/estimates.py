@@ -24,7 +24,7 @@ class LLMEstimates:
             return self._planned("daily", len(pieces), tokens)
         # reduce: about one request per budget-full of partial summaries
         partial_tokens = len(pieces) * len(pd.speakers) * (self.lengths.daily_chars // 4 + 20)
-        reduce_calls = max(1, -(-partial_tokens // self.cfg.input_budget_tokens))
+        reduce_calls = max(1, -(-partial_tokens // self.cfg.input_budget))
         return self._planned("daily", len(pieces) + reduce_calls, tokens + partial_tokens)
 
     def estimate(self, operation: str, *args) -> tuple[int, int]:

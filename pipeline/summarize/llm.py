@@ -28,9 +28,9 @@ from ..llm.gemini import is_gemma
 from ..llm.limiter import RateLimiter
 from ..llm.shared_limiter import SharedQuota, SharedRateLimiter
 from .base import PASSED_FITS, ChatLine, Outcome, PartitionDay, Usage
-from .budget import AnswerBudget, Budget, answer_room, answer_tokens, chunk_lines, fit_texts, short_name
+from .budget import Budget, chunk_lines, expected_answer, fit_texts, short_name
 from .estimates import LLMEstimates
-from .reduce import ModelReduce
+from .chunked import Chunked
 from .extractive import ExtractiveSummarizer
 from .facts_out import candidates, checked_requests, messages, of_users, prepared, requests_of
 from .prompts import PROMPTS_DIR, render, template_hash
@@ -55,7 +55,7 @@ def strip_fences(text: str) -> str:
     return m.group(1) if m else text.strip()
 
 
-class LLMSummarizer(LLMEstimates, ModelReduce):
+class LLMSummarizer(LLMEstimates, Chunked):
     kind = "gemini"
 
     def __init__(self, settings, client: LLMClient, *, sleep=asyncio.sleep, monotonic=None,
@@ -81,7 +81,7 @@ class LLMSummarizer(LLMEstimates, ModelReduce):
         templates = [template_hash(operation)] + (
             [template_hash("reduce"), template_hash("fold")] if operation == "daily" else [])
         return input_hash(SCHEMA_VERSION, self.kind, self.cfg.model_for(operation), templates,
-                          input_hash(self.system), self.lengths.text_key(chunks=True), self.cfg.input_budget_tokens)[:24]
+                          input_hash(self.system), self.lengths.text_key(chunks=True), self.cfg.input_budget)[:24]
 
     # ------------------------------------------------------------------ one request
 
@@ -110,7 +110,7 @@ class LLMSummarizer(LLMEstimates, ModelReduce):
     @property
     def budget(self) -> Budget:
         """Measured with the re-ask appended: a request sent again after a bad answer fits too."""
-        return Budget(self.cfg.input_budget_tokens, lambda prompt: self.prompt_tokens("", prompt + REASK))
+        return Budget(self.cfg.input_budget, lambda prompt: self.prompt_tokens("", prompt + REASK))
 
     def _wait(self, retry_state) -> float:
         exc = retry_state.outcome.exception()
@@ -121,9 +121,11 @@ class LLMSummarizer(LLMEstimates, ModelReduce):
     def _should_retry(self, exc: BaseException) -> bool:
         return isinstance(exc, LLMError) and exc.retryable and self.retry_budget > 0
 
-    async def ask(self, operation: str, prompt: str, schema: type[M], usage: Usage, *, split: bool = False) -> M:
+    async def ask(self, operation: str, prompt: str, schema: type[M], usage: Usage, *, split: bool = False,
+                  answer: int = 0) -> M:
         """One validated answer, with bounded retries. Raises LLMError when it gives up. `split`:
-        the caller asks in halves an answer cut short (AnswerCutShort is raised, not retried)."""
+        the caller asks in halves an answer cut short (AnswerCutShort is raised, not retried);
+        `answer`: the output tokens expected, which the request is given the time to write."""
         model = self.cfg.model_for(operation)
         limiter = self._limiter(model)
         if self._semaphore is None:
@@ -141,7 +143,8 @@ class LLMSummarizer(LLMEstimates, ModelReduce):
                     try:
                         response = await self.client.generate(
                             model, text, system=self.system, json_schema=None if is_gemma(model) else schema,
-                            max_output_tokens=self.cfg.max_output_tokens)
+                            max_output_tokens=self.cfg.output_limit(model),
+                            timeout_s=self.cfg.timeout_s + answer / self.cfg.answer_tokens_per_s if answer else None)
                     except LLMError as exc:
                         usage.llm_calls += 1
                         if isinstance(exc, RateLimited) and exc.retry_after:
@@ -184,31 +187,6 @@ class LLMSummarizer(LLMEstimates, ModelReduce):
         return render("daily", day=pd.day, speakers=[(handles[u], pd.speakers[u]) for u in speakers],
                       messages=messages(lines, handles), target_chars=self.lengths.daily_chars, part=part,
                       json_example=self.json_example)
-
-    def chunks(self, pd: PartitionDay) -> list[tuple[ChatLine, ...]]:
-        """Split a prepared partition-day by time into pieces whose prompt fits the input budget."""
-        return chunk_lines(pd.lines, lambda lines, part: self._render_daily(pd, lines, part), self.budget,
-                           self.answer_budget())
-
-    def answer_budget(self, rewrites: bool = False) -> AnswerBudget:
-        """What one answer may hold; `rewrites`: each speaker's summary is written whole again (a
-        model fold of a running summary), not only what the piece shows."""
-        chars = self.lengths.daily_chars
-        return answer_room(self.cfg.max_output_tokens), lambda w: answer_tokens(max(w, chars) if rewrites else w, chars)
-
-    async def _answers(self, pd: PartitionDay, piece: tuple[ChatLine, ...], part: int | None,
-                       usage: Usage) -> list[tuple[tuple[ChatLine, ...], DailyOut]]:
-        """The piece's answer; when it came back cut short at max_output_tokens (more speakers or
-        facts than estimated), the piece's two halves by time, asked alike."""
-        try:
-            return [(piece, await self.ask("daily", self._render_daily(pd, piece, part), DailyOut, usage,
-                                           split=len(piece) > 1))]
-        except AnswerCutShort:
-            if len(piece) < 2:
-                raise
-            mid = len(piece) // 2
-            halves = await asyncio.gather(*(self._answers(pd, half, part or 1, usage) for half in (piece[:mid], piece[mid:])))
-            return halves[0] + halves[1]
 
     def _accept(self, pd: PartitionDay, answer: DailyOut, handles: dict[int, str]) -> tuple[dict[int, str], int]:
         by_handle = {h: uid for uid, h in handles.items()}
@@ -315,7 +293,8 @@ class LLMSummarizer(LLMEstimates, ModelReduce):
                     return self._render_fold(pd, piece, current | dict(zip(speakers, texts)))
                 prompt = prompt_for(fit_texts([current[u] for u in speakers], prompt_for, self.budget))
                 try:
-                    answer = await self.ask("daily", prompt, DailyOut, usage, split=len(piece) > 1)
+                    answer = await self.ask("daily", prompt, DailyOut, usage, split=len(piece) > 1,
+                                            answer=expected_answer(piece, self.answer_budget(rewrites=True)[1]))
                 except AnswerCutShort:  # more than estimated: its halves, in time order
                     if len(piece) < 2:
                         raise

@@ -47,7 +47,7 @@ def test_thinking_budget_in_the_request(model, budget, sent):
 
 def test_the_configured_summarizer_sends_no_thinking_by_default(monkeypatch):
     settings = load_settings()
-    assert settings.gemini.thinking_budget == 0 and settings.gemini.max_output_tokens == 8192
+    assert settings.gemini.thinking_budget == 0 and settings.gemini.max_output_tokens is None
     settings.summarizer = "gemini"
     summarizer = make_summarizer(settings, environ={"GEMINI_API_KEY": "test-key"})
     try:
