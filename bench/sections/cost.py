@@ -331,9 +331,9 @@ def render(res: dict) -> list[str]:
             f"on short chat messages (median 40 characters; the median active user wrote "
             f"{c['median_messages_per_user_day']} message(s) on day 7, {c['median_messages_per_user_before']} in "
             f"days {n_days}), and each message line adds its number and speaker (`12 p3: `). A busy day is read "
-            f"in chunks of at most `speakers_per_answer` speakers (pipeline/summarize/budget.py; 55 at the default "
-            f"`gemini.max_output_tokens` 8,192 and `daily_chars` 300: one answer holds a summary for each), each "
-            f"chunk repeating the fixed part. The live day's folds "
+            f"in chunks within the input budget (16,000 tokens for Gemini 2.5) whose speakers' expected answers fit "
+            f"one answer (`answer_tokens`, pipeline/summarize/budget.py; the model's output limit, 65,536 for Gemini "
+            f"2.5), each chunk repeating the fixed part. The live day's folds "
             + (f"(each a daily request on the new messages under \"cut\", counted as daily: "
                f"{part(live, ('daily', 'fold')):.2f}) " if condense == "cut" else f"({part(live, ('fold',)):.2f}) ")
             + "read a few new messages each"
