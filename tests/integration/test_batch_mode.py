@@ -388,3 +388,27 @@ def test_mempipe_batches_lists_the_jobs_and_runs_shows_the_deferred_items(store,
     assert sum(j["requests"] for j in as_json) == len(batch_rows(store)["llm_batch_requests"])
     runs = runner.invoke(cli, ["--db", db_url, "runs"]).output.splitlines()
     assert runs[1].endswith(f"; {run['deferred']} deferred to a batch job")
+
+
+def test_a_batch_answer_cut_short_is_asked_again_in_halves_in_the_next_round(store, settings):
+    # answers far longer than estimated (each summary padded): the long day's batch answers come
+    # back cut short at maxOutputTokens; its chunks are asked again as halves, in later rounds
+    def wordy(request) -> str:
+        out = json.loads(canned_answer(request))
+        for item in out.get("summaries", []):
+            item["summary"] += " and" * 300
+        return json.dumps(out)
+    with FakeGemini(wordy) as server:
+        s = batch_settings(settings, server, max_output_tokens=700)
+        chat(store, s)
+        night(store, s)
+        server.finish_batches()
+        night(store, s)
+        rows = batch_rows(store)["llm_batch_requests"]
+        cut = [r for r in rows if r["answer_error"] and "MAX_TOKENS" in r["answer_error"]]
+        assert cut and any(r["state"] == "submitted" for r in rows)  # the halves wait for the next round
+        finish_the_night(store, s, server, rounds=12)
+        inline = [r.prompt_text for r in server.requests if r.method == "inline"]
+    assert len(set(inline)) == len(inline)  # no request sent again as it was
+    run = store.runs(1)[0]
+    assert run["fallbacks"] == 0 and run["errors"] == 0 and not run["deferred"], run
