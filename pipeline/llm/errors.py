@@ -41,7 +41,12 @@ class BadOutput(LLMError):
 class AnswerCutShort(BadOutput):
     """The answer reached max_output_tokens (finishReason MAX_TOKENS). The same request is likely
     cut short again, at full price: a daily or fold piece of several messages is asked in two
-    halves instead (LLMSummarizer.daily); anything else is retried as a bad answer."""
+    halves instead (LLMSummarizer.daily); anything else is retried as a bad answer. `billed`:
+    its (prompt, output) tokens, paid for all the same."""
+
+    def __init__(self, message: str = "", billed: tuple[int, int] = (0, 0)):
+        super().__init__(message)
+        self.billed = billed
 
 
 class QuotaExhausted(LLMError):

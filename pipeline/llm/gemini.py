@@ -103,7 +103,7 @@ def read_response(model: str, response: types.GenerateContentResponse) -> LLMRes
     finish = response.candidates[0].finish_reason
     finish_name = getattr(finish, "name", None) or (str(finish) if finish else None)
     if finish_name == "MAX_TOKENS":
-        raise AnswerCutShort(f"{model}: answer truncated (finishReason MAX_TOKENS)")
+        raise AnswerCutShort(f"{model}: answer truncated (finishReason MAX_TOKENS)", (prompt_tokens, output_tokens))
     if finish_name in _BLOCKING:
         raise BadOutput(f"{model}: answer blocked (finishReason {finish_name})")
     text = response.text

@@ -147,6 +147,10 @@ class LLMSummarizer(LLMEstimates, Chunked):
                             timeout_s=self.cfg.timeout_s + answer / self.cfg.answer_tokens_per_s if answer else None)
                     except LLMError as exc:
                         usage.llm_calls += 1
+                        if isinstance(exc, AnswerCutShort):  # a whole answer's worth, billed
+                            usage.prompt_tokens += exc.billed[0]
+                            usage.output_tokens += exc.billed[1]
+                            usage.cost += self._price(model, *exc.billed)
                         if isinstance(exc, RateLimited) and exc.retry_after:
                             limiter.penalize(min(exc.retry_after, self.cfg.backoff_max_s))
                         raise

@@ -89,7 +89,8 @@ def test_an_answer_cut_short_is_asked_again_in_halves_not_as_it_was(store, setti
         ingest_messages(store, _crowd(CROWD), s)
         ctx = make_context(store, s, now=dt.datetime(2026, 11, 5, 6, tzinfo=UTC), summarizer=llm(s))
         asyncio.run(execute(ctx, "run", None, DAY))
-        daily = [c for c in server.calls() if "<messages>" in c.prompt_text]
+        every = server.calls()
+        daily = [c for c in every if "<messages>" in c.prompt_text]
     cut = [c for c in daily if c.outcome == "truncated"]
     assert cut and len(daily) > len(cut)
     prompts = [c.prompt_text for c in daily]
@@ -102,6 +103,10 @@ def test_an_answer_cut_short_is_asked_again_in_halves_not_as_it_was(store, setti
     assert run["fallbacks"] == 0 and run["errors"] == 0, run
     assert not store.partition_days_between(PARTITION, DAY, DAY)[DAY]["degraded"]
     assert len(store.dailies([DAY], partition=PARTITION)) == CROWD
+    # the cut-short answers are billed: the run counts every request's tokens, as the server did
+    assert run["llm_calls"] == len(every)
+    assert (run["prompt_tokens"], run["output_tokens"]) == (sum(c.prompt_tokens for c in every),
+                                                            sum(c.output_tokens for c in every))
 
 
 def test_an_answer_cut_short_even_for_one_message_falls_back(store, settings):
