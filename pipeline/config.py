@@ -211,9 +211,9 @@ class RefreshSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
 
     # A fold's fixed part (instructions, system text, speaker list) is ~450-600 prompt tokens;
-    # 8000 characters of new text (~2000 tokens) make it a quarter or less, which keeps a live
-    # day within 1.5 prompt tokens per chat token (bench/RESULTS.md, Cost: 1.53 at 2400). The
-    # bot's "today" still lags by at most fold_max_wait_h. 0: fold every refresh.
+    # 8000 characters of new text (~2000 tokens) make it a quarter or less (at 2400 it was about
+    # as much as the text). The bot's "today" still lags by at most fold_max_wait_h. 0: fold
+    # every refresh.
     fold_min_chars: int = Field(8000, ge=0, description="today's new messages fold once this much text waits")
     fold_max_wait_h: float = Field(3.0, ge=0, description="or once the oldest of them is this many hours old")
 

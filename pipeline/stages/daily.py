@@ -222,7 +222,9 @@ def _fold_waits(ctx: RunContext, pd: PartitionDay, existing: dict | None) -> boo
     chars = sum(len(ln.text) for ln in new)
     # a busy hour: worth its fold once it outweighs what it re-reads (condense = "model": the
     # running summaries of its speakers; with "cut" a fold reads only the new messages)
-    if chars >= rule.fold_min_chars and ctx.settings.summary.condense == "model":
+    if chars >= rule.fold_min_chars:
+        if ctx.settings.summary.condense != "model":
+            return False
         speakers = sorted({ln.user_id for ln in new})
         if chars >= sum(len(r["summary"]) for r in ctx.store.dailies([pd.day], partition=pd.partition,
                                                                      user_ids=speakers)):

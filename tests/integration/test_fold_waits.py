@@ -89,6 +89,20 @@ def test_few_new_messages_wait_until_enough_text(store, settings, gemini):
     assert run["passed_fold_waits"] == 0 and _stored(store)["message_count"] == 24
 
 
+def test_with_condense_cut_enough_new_text_folds_without_waiting_for_the_oldest(store, settings, gemini):
+    # "cut": a fold reads only the new messages (a daily request on them): it is made once they
+    # reach fold_min_chars, not only when the oldest of them is fold_max_wait_h old
+    two_hours = sum(len(t) for t in _texts(9, 10))
+    s = _settings(settings, gemini, min_chars=two_hours + 1, max_wait_h=12)
+    s.summary = s.summary.model_copy(update={"condense": "cut"})
+    _hour(store, settings, s, gemini, 8)
+    for hour in (9, 10):
+        assert _hour(store, settings, s, gemini, hour)["passed_fold_waits"] == 1
+    run = _hour(store, settings, s, gemini, 11)
+    assert run["asked"] == [("daily", _texts(9, 10, 11))]  # the new messages, read once
+    assert run["passed_fold_waits"] == 0 and _stored(store)["message_count"] == 24
+
+
 def test_the_oldest_waiting_message_bounds_the_wait(store, settings, gemini):
     s = _settings(settings, gemini, min_chars=100_000, max_wait_h=3)
     _hour(store, settings, s, gemini, 8)
