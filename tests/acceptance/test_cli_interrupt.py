@@ -24,12 +24,19 @@ from tests.fakes.responders import canned_answer
 MEMPIPE = Path(sys.executable).parent / "mempipe"  # the console script of the venv the tests run in
 
 
+def default_sigint() -> None:
+    """The child takes Ctrl-C as a terminal gives it: a suite started in the background by a
+    shell without job control (`make test &`) has SIGINT ignored, which every child inherits."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _mempipe(db_url, config, *args, wait=True):
     env = {**os.environ, "GEMINI_API_KEY": "test-key"}
     env.pop("MEMPIPE_DATABASE_URL", None)
     cmd = [str(MEMPIPE), "--db", db_url, "--config", str(config), *args]
     if not wait:
-        return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, text=True)
+        return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, text=True,
+                                preexec_fn=default_sigint)
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert done.returncode == 0, done.stderr
     return done

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.safety import refusal_reason
+from tests.acceptance.test_cli_interrupt import default_sigint
 from tests.conftest import ROOT
 from tests.fakes.gemini_server import FakeGemini
 from tests.fakes.responders import canned_answer
@@ -164,6 +165,7 @@ def test_ctrl_c_keeps_finished_work_and_exits_130(new_user):
         config = gemini_config(tmp_path / "slow.toml", server.url, concurrency=1, short_targets=True)
         _mempipe(deploy, "--config", str(config), "import", str(ROOT / "samples" / "community.jsonl"))
         proc = subprocess.Popen([str(MEMPIPE), "--config", str(config), "replay", *RANGE], cwd=deploy, env=_env(),
+                                preexec_fn=default_sigint,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 60
         while not any("<messages>" in r.prompt_text for r in server.calls()):
