@@ -18,6 +18,7 @@ from pipeline.summarize.base import ChatLine, PartitionDay
 from pipeline.summarize.budget import expected_answer
 from tests.fakes.gemini_server import FakeGemini, delay
 from tests.fakes.responders import canned_answer
+from tests.integration.test_gemini import _ask as ask_and_close
 from tests.integration.test_gemini import gemini_settings, llm
 
 UTC = dt.timezone.utc
@@ -40,14 +41,7 @@ def test_the_request_carries_the_models_output_limit(settings):
         pd = PartitionDay("guild:1", dt.date(2026, 11, 4),
                           (ChatLine(1, 7, "Ana", "I am building a castle. " * 20, dt.datetime(2026, 11, 4, tzinfo=UTC)),),
                           {7: "Ana"})
-        summarizer = llm(s)
-
-        async def go():
-            try:
-                return await summarizer.daily(pd)
-            finally:
-                await summarizer.aclose()
-        asyncio.run(go())
+        ask_and_close(llm(s), "daily", pd)
         (request,) = server.calls()
     assert request.generation_config["maxOutputTokens"] == 65_536
 
