@@ -124,13 +124,14 @@ class RunContext:
 
     @property
     def writer(self):
-        """Buffered writes (see stages/writes.py). Immediate when other runs may share the work
-        (claims); with a model, each item that cost a call is written at once: a crash then
-        loses at most the items in flight and work that costs no call, never a finished call."""
+        """Buffered writes (see stages/writes.py). With a model, each item that cost a call is
+        written at once — a crash then loses at most the items in flight and work that costs no
+        call, never a finished call; a run waiting on its claim reads it — and the rest is batched,
+        claims or not (an item made without a call takes no claim: stages/refresh.py)."""
         if self._writer is None:
             from .writes import Writer
 
-            self._writer = Writer(self.store, immediate=self.uses_claims, per_call=not self.cheap,
+            self._writer = Writer(self.store, immediate=False, per_call=not self.cheap,
                                   same_fact=self.settings.memory.same_fact, on_facts=self.stats.count_facts)
         return self._writer
 

@@ -145,7 +145,8 @@ async def run_historical(ctx: RunContext, partition: str, guild_id: int | None, 
         status = await refresh_item(ctx, Item(
             key=historical_item_key(partition, uid, day1), input_hash=key, stored=existing.get(uid),
             reread=lambda: next(iter(ctx.store.historicals([day1], partition=partition, user_ids=[uid])), None),
-            compute=compute, plan=plan, reused=reusable.get(uid), copy=copy))
+            compute=compute, plan=plan, reused=reusable.get(uid), copy=copy,
+            free=inp.rendered is not None or uid in reusable))  # a render or a copy: no call
         ctx.stats.historical_items += 1
         ctx.stats.historical_reused += status is ItemStatus.REUSED  # a dry run: would be
         ctx.stats.passed_unchanged += status is ItemStatus.CACHED

@@ -271,7 +271,8 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
 
     status = await refresh_item(ctx, Item(
         key=merge_item_key(scope, user_id), input_hash=key, stored=stored,
-        reread=reread, compute=compute, plan=plan, settled=newer, on_cached=moved))
+        reread=reread, compute=compute, plan=plan, settled=newer, on_cached=moved,
+        free=renders or not recent_key))  # rendered, or the profile and "Last active" alone: no call
     if status is ItemStatus.STALE:
         ctx.stats.contexts_stale += 1
     else:

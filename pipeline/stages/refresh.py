@@ -6,6 +6,10 @@
   dry run -> PLANNED (the item's estimate is added)
   claim   -> BUSY when another run holds it and the caller would rather come back later
   re-read under the claim (another run may have just written it) -> CACHED; then REUSED as above
+             (an item whose compute costs no model call — `Item.free`: a rendered week or
+             context, a copy — takes no claim and is not read again: two runs that meet on it
+             make the same row from the same inputs, and a claim, a re-read and a write of its
+             own would cost more round trips than the compute; its write waits for the batch)
   compute -> COMPUTED, or FAILED when the summarizer raised (counted, logged; the run goes on),
              or DEFERRED when an answer comes from a batch job (gemini.batch; pipeline/llm/batch.py):
              nothing written, not an error, counted as deferred; the run stops after this stage
@@ -21,6 +25,7 @@ from typing import Awaitable, Callable
 
 from ..errors import SummarizerError
 from ..llm.batch import Deferred, item_done, item_requests
+from ..store.locks import NullLock
 from .context import RunContext
 
 log = logging.getLogger(__name__)
@@ -53,6 +58,7 @@ class Item:
     on_cached: Callable[[Row], None] | None = None             # a fresh row needs a small update
     reused: Row = None                          # a fresh row stored for another key, same input hash
     copy: Callable[[Row], None] | None = None   # hand `reused`, copied to this key, to the writer
+    free: bool = False                          # compute makes no model call: no claim, no re-read
 
 
 def next_attempts(existing: Row, own_degraded_reason: str | None) -> int:
@@ -89,13 +95,14 @@ async def refresh_item(ctx: RunContext, item: Item, *, wait: bool = True) -> Ite
         if item.plan is not None:
             item.plan()
         return ItemStatus.PLANNED
-    lock = ctx.claim_lock(item.key)
+    claimed = ctx.uses_claims and not item.free
+    lock = ctx.claim_lock(item.key) if claimed else NullLock()
     try:
         while not lock.try_acquire():
             if not wait:
                 return ItemStatus.BUSY
             await asyncio.sleep(POLL_S)
-        existing = item.reread() if ctx.uses_claims else item.stored
+        existing = item.reread() if claimed else item.stored
         if (status := verdict(existing)) is not None or (status := reuse()) is not None:
             return status
         try:

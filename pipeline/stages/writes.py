@@ -2,13 +2,17 @@
 a context row) is written whole; several items share a transaction so that a nightly run over
 every partition is not a hundred thousand tiny commits.
 
-Every item is written immediately (one transaction each) when other runs may be working on the
-same database (PostgreSQL, claims in use: a buffered item would be invisible to the run waiting
-on its claim, which would compute it again). Otherwise, with a model (`per_call`), an item that
-cost a model call is written at once (a crash must not lose finished calls) and the items made
-without one (a rendered week or context, a copied row, a moved or removed one: most of a nightly
-run's) wait for the batch, as every item does with a cheap in-process summarizer: a crash loses
-only work that costs nothing to redo."""
+With a model (`per_call`), an item that cost a model call is written at once: a crash must not
+lose finished calls, and where runs share work by claims (PostgreSQL) the run waiting on that
+item's claim reads it instead of calling the model again. The items made without one (a rendered
+week or context, a copied row, a moved or removed one: most of a nightly run's) wait for the
+batch, as every item does with a cheap in-process summarizer: a crash loses only work that costs
+nothing to redo, and another run that meets such an item makes the same row (stages/refresh.py,
+`Item.free`). `immediate` writes every item at once (tests compare the rows both ways make).
+
+Batches from concurrent runs (PostgreSQL) upsert overlapping rows: the store writes each kind in
+key order (store/derived.py write_batch), so two such transactions lock rows in the same order
+and never deadlock."""
 
 from __future__ import annotations
 

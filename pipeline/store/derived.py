@@ -9,6 +9,7 @@ day's rows at once, a single merge (remember / forget) the same query narrowed t
 from __future__ import annotations
 
 import datetime as dt
+import operator
 from collections import Counter, defaultdict
 from typing import Iterable, Protocol, Sequence
 
@@ -93,6 +94,10 @@ def _delete_keyed(conn, table, keys: tuple[str, ...], values: Iterable[tuple]) -
     columns = sa.tuple_(*(table.c[k] for k in keys))
     for chunk in chunks(values):
         conn.execute(sa.delete(table).where(columns.in_(chunk)))
+
+
+def _by_scope_user(row: dict) -> tuple:
+    return row["scope"], row["user_id"]
 
 
 def _narrowed(q, column, values):
@@ -283,12 +288,15 @@ class DerivedStore:
                     conn.execute(sa.insert(daily_summaries), rows)
                 self._upsert(conn, insert, partition_days, ("partition", "day"),
                              [{**record, "computed_at": now} for record, _s, now in dailies])
+            # Each kind in key order: concurrent runs' batches (PostgreSQL) then take row locks in
+            # one order and cannot deadlock (stages/writes.py).
             if historicals:
                 self._upsert(conn, insert, historical_summaries, ("partition", "user_id", "day"), historicals)
             if contexts:
                 self._upsert(conn, insert, memory_context, ("scope", "user_id"), contexts)
             if touches:  # a context and its profile, valid as of a later day 1
-                binds = [{"b_scope": t["scope"], "b_user": t["user_id"], "b_day": t["as_of_day"]} for t in touches]
+                binds = [{"b_scope": t["scope"], "b_user": t["user_id"], "b_day": t["as_of_day"]}
+                         for t in sorted(touches, key=_by_scope_user)]
                 for table in (memory_context, memory_profiles):
                     conn.execute(sa.update(table)
                                  .where(table.c.scope == sa.bindparam("b_scope"), table.c.user_id == sa.bindparam("b_user"),
@@ -311,7 +319,9 @@ class DerivedStore:
 
     @staticmethod
     def _upsert(conn, insert, table, keys: tuple[str, ...], rows: Rows) -> None:
-        conn.execute(_upsert_statement(conn.dialect.name, insert, table, keys, tuple(rows[0])), list(rows))
+        """Rows in key order (the lock order of write_batch)."""
+        rows = sorted(rows, key=operator.itemgetter(*keys))
+        conn.execute(_upsert_statement(conn.dialect.name, insert, table, keys, tuple(rows[0])), rows)
 
     # ------------------------------------------------------------------ retention
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
 import sqlalchemy as sa
 
 from pipeline.db.tables import memory_items
@@ -67,3 +68,53 @@ def test_a_batch_replaces_removes_and_drops_exactly_the_items_it_names(store):
         {(p, u) for p in PARTITIONS for u in (10, 11)} - {("guild:1", 10), ("dm:3", 11)}
     assert {(r["scope"], r["user_id"]) for r in store.profiles(text=False)} == \
         {(p, u) for p in PARTITIONS for u in (10, 11)} - {("guild:2", 11)}
+
+
+def test_concurrent_batches_over_the_same_rows_in_opposite_orders_do_not_deadlock(db_url):
+    """Runs that share work by claims (PostgreSQL) batch the contexts, weeks and profiles they make
+    without a model call, so two runs' transactions may upsert the same rows. Handed the rows in
+    opposite orders, each batch still locks them in key order. Made to collide: a third session
+    holds the first key's row, run A queues for it, run B queues next; once released, A takes
+    both rows and B follows — where B's own order (k2 first) would deadlock against A."""
+    if not db_url.startswith("postgresql"):
+        pytest.skip("SQLite has one writer at a time: its transactions never wait on each other's rows")
+    import threading
+    import time
+
+    from pipeline.store import Store
+
+    store = Store.open(db_url, check_schema=False)
+    store.upgrade()
+    keys = [("guild:1", 1), ("guild:1", 2)]
+    store.write_batch(contexts=[_context(*k) for k in keys])
+    holder = sa.create_engine(db_url)
+    errors: list[BaseException] = []
+
+    def write(order):
+        try:
+            store.write_batch(contexts=[_context(*k) | {"context": f"by {order}"} for k in order])
+        except BaseException as exc:  # the test's failure, reported from the main thread
+            errors.append(exc)
+
+    def waiting() -> int:
+        with holder.connect() as c:
+            return c.execute(sa.text("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                                     "AND wait_event_type = 'Lock'")).scalar_one()
+
+    with holder.connect() as conn:
+        tx = conn.begin()
+        conn.execute(sa.text("SELECT 1 FROM memory_context WHERE scope = 'guild:1' AND user_id = 1 FOR UPDATE"))
+        threads = []
+        for n, order in enumerate((keys, keys[::-1]), 1):
+            threads.append(threading.Thread(target=write, args=(order,)))
+            threads[-1].start()
+            deadline = time.monotonic() + 10
+            while waiting() < n:  # A queued for row 1 before B starts; then B waits too
+                assert time.monotonic() < deadline, "a batch did not reach the held row"
+                time.sleep(0.02)
+        tx.rollback()
+    for t in threads:
+        t.join(timeout=30)
+    holder.dispose()
+    store.close()
+    assert not errors, errors  # a deadlock aborts one of them (psycopg DeadlockDetected -> StoreError)

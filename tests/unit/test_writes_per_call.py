@@ -1,8 +1,9 @@
 """How a run with a model writes (pipeline/stages/writes.py, issue 14): an item that cost a model
 call is written at once — a crash must not lose a paid call — and the items made without one
 (rendered weeks and contexts, copies, moves, removals) wait for the batch, as every item does
-with a cheap summarizer. Where runs share work by claims, every item is still written at once.
-Either way the run makes the same rows."""
+with a cheap summarizer — also where runs share work by claims (PostgreSQL), where an item made
+without a call takes no claim (stages/refresh.py `Item.free`). Either way the run makes the same
+rows as when every item is written at once."""
 
 from __future__ import annotations
 
@@ -72,7 +73,7 @@ def test_with_a_model_an_item_made_without_a_call_waits_and_one_that_cost_a_call
 
 
 @pytest.mark.parametrize("immediate, per_call", [(True, False), (True, True)])
-def test_where_runs_share_work_by_claims_every_item_is_written_at_once(immediate, per_call):
+def test_immediate_writes_every_item_at_once(immediate, per_call):
     store = _Batches()
     writer = Writer(store, immediate=immediate, per_call=per_call, monotonic=_Clock())
     writer.context(_context(1), called=False)
@@ -120,3 +121,30 @@ def test_a_run_with_a_model_writes_per_call_and_makes_the_same_rows_as_when_ever
     # one transaction per model call (its item, with what waited), plus the stages' own flushes
     assert len(writes) <= calls + 4 < items == len(at_once.called("write_batch"))
     assert max(len(w["contexts"]) for w in writes) > 1  # contexts rendered without a call share one
+
+
+class _PostgresLike(InMemoryStageStore):
+    dialect = "postgresql"  # RunContext shares work by claims here unless the summarizer is cheap
+
+
+def test_where_runs_share_work_by_claims_only_items_that_call_the_model_are_claimed(settings):
+    """A replay with a model-like summarizer where runs share work by claims: the partition-days
+    (each a model call) are claimed and read again under the claim; the rendered weeks and
+    contexts (under condense = "cut", none calls the model) take no claim and wait for the
+    batch. The rows are those of a run that writes every item at once."""
+    store = _PostgresLike()
+    import_files(store, [SAMPLE], settings)
+    summarizer = RecordingSummarizer(ExtractiveSummarizer(settings.summary), cheap=False)
+    ctx = make_context(store, settings, now=dt.datetime(2026, 11, 5, 12, tzinfo=UTC), summarizer=summarizer)
+    assert ctx.uses_claims and ctx.writer.per_call and not ctx.writer.immediate
+    store.calls.clear()
+    assert asyncio.run(execute(ctx, "replay", dt.date(2026, 11, 1), DAY)).status == "ok"
+    claimed = [args["name"].split(":")[0] for name, args in store.calls if name == "lock" and args["name"] != "mempipe:run"]
+    assert ctx.stats.historical_rendered and ctx.stats.contexts_rendered  # there were free items
+    assert set(claimed) == {"daily"} and len(claimed) == ctx.stats.partition_days
+    writes = [args for name, args in store.calls if name == "write_batch"]
+    assert any(len(w["contexts"]) > 1 for w in writes)  # batched, not one transaction per context
+    reference, _ = _replay(settings, every_item_at_once=True)
+    for table in ("partition_days", "daily_summaries", "historical_summaries", "memory_context", "memory_profiles",
+                  "memory_facts"):
+        assert store.tables[table] == reference.tables[table], table
