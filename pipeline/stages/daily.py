@@ -204,7 +204,8 @@ def _fold_waits(ctx: RunContext, pd: PartitionDay, existing: dict | None) -> boo
     text than `refresh.fold_min_chars` or, with [summary] condense = "model", than the running
     summaries of their speakers (which that fold reads again), the oldest younger than
     `refresh.fold_max_wait_h` hours — the fold's fixed prompt (~600 tokens) and those summaries
-    would outweigh them. Never with an in-process
+    would outweigh them — or, for a trickle (under `refresh.fold_quiet_chars`, less than that
+    fixed part), younger than `refresh.fold_quiet_wait_h`. Never with an in-process
     summarizer (its fold costs nothing) nor with --force, nor when a new message reads like an
     in-chat memory request (stages/requests.py: "forget what I said about …" is applied within the
     hour); any other change is computed at once."""
@@ -215,11 +216,13 @@ def _fold_waits(ctx: RunContext, pd: PartitionDay, existing: dict | None) -> boo
     if not 0 < n < len(pd.lines):
         return False  # fresh (CACHED follows), or not a pure append
     new = pd.lines[n:]
-    if ctx.now() - min(ln.ts for ln in new) >= dt.timedelta(hours=rule.fold_max_wait_h):
+    chars = sum(len(ln.text) for ln in new)
+    waited = ctx.now() - min(ln.ts for ln in new)
+    if waited >= dt.timedelta(hours=rule.fold_max_wait_h) and \
+            (chars >= rule.fold_quiet_chars or waited >= dt.timedelta(hours=rule.fold_quiet_wait_h)):
         return False
     if any(parse_request(s) for ln in new for s in sentences(ln.text)):
         return False
-    chars = sum(len(ln.text) for ln in new)
     # a busy hour: worth its fold once it outweighs what it re-reads (condense = "model": the
     # running summaries of its speakers; with "cut" a fold reads only the new messages)
     if chars >= rule.fold_min_chars:

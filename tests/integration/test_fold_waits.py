@@ -1,8 +1,9 @@
 """The hourly refresh's fold rule (pipeline/stages/daily.py `_fold_waits`, README "mempipe serve"):
 today's partition-day whose only change is a few new messages waits — no request, its stored row
 and contexts kept, counted as passed_fold_waits — until `refresh.fold_min_chars` characters of
-new text or a new message `refresh.fold_max_wait_h` hours old; anything else is computed at
-once, and a finished day is always made complete. Against the fake Gemini server through the
+new text or a new message `refresh.fold_max_wait_h` hours old (`refresh.fold_quiet_wait_h` for a
+trickle under `refresh.fold_quiet_chars`); anything else is computed at once, and a finished day
+is always made complete. Against the fake Gemini server through the
 real client, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
@@ -36,9 +37,11 @@ def gemini():
         yield server
 
 
-def _settings(settings, server, min_chars: int, max_wait_h: float = 3):
+def _settings(settings, server, min_chars: int, max_wait_h: float = 3, quiet_chars: int = 0, quiet_wait_h: float = 12):
+    """quiet_chars 0 (no trickle tier) unless a test is about it: the hours here hold ~365 characters each."""
     s = gemini_settings(settings, server)
     s.refresh.fold_min_chars, s.refresh.fold_max_wait_h = min_chars, max_wait_h
+    s.refresh.fold_quiet_chars, s.refresh.fold_quiet_wait_h = quiet_chars, quiet_wait_h
     return s
 
 
@@ -112,6 +115,29 @@ def test_the_oldest_waiting_message_bounds_the_wait(store, settings, gemini):
     run = _run(store, s, gemini, at + dt.timedelta(hours=3))
     assert run["asked"] == [("fold", _texts(9))] and run["passed_fold_waits"] == 0
     assert _stored(store)["message_count"] == 12
+
+
+def test_a_trickle_waits_longer_than_fold_max_wait_h_and_more_text_does_not(store, settings, gemini):
+    # under fold_quiet_chars of new text, the oldest message may be fold_quiet_wait_h old (its
+    # fold's fixed part would cost more than it reads); once the waiting text reaches it, the
+    # fold_max_wait_h bound applies again
+    hour9 = sum(len(t) for t in _texts(9))
+    s = _settings(settings, gemini, min_chars=100_000, max_wait_h=3, quiet_chars=hour9 + 1, quiet_wait_h=5)
+    _hour(store, settings, s, gemini, 8)
+    assert _hour(store, settings, s, gemini, 9, minute=0)["passed_fold_waits"] == 1
+    at = dt.datetime(2026, 11, 4, 9, tzinfo=UTC)  # the oldest new message: 09:00, a trickle
+    for late in (dt.timedelta(hours=3), dt.timedelta(hours=4, minutes=59)):
+        run = _run(store, s, gemini, at + late)
+        assert run["asked"] == [] and run["passed_fold_waits"] == 1
+    run = _run(store, s, gemini, at + dt.timedelta(hours=5))
+    assert run["asked"] == [("fold", _texts(9))] and _stored(store)["message_count"] == 12
+
+    # more text than a trickle: the 3-hour bound
+    _hour(store, settings, s, gemini, 15, minute=0)
+    ingest_messages(store, _hour_of_messages(16), settings)
+    at = dt.datetime(2026, 11, 4, 15, tzinfo=UTC)
+    assert _run(store, s, gemini, at + dt.timedelta(hours=2, minutes=59))["asked"] == []
+    assert _run(store, s, gemini, at + dt.timedelta(hours=3))["asked"] == [("fold", _texts(15, 16))]
 
 
 def test_a_threshold_of_zero_folds_every_hour(store, settings, gemini):
