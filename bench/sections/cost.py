@@ -343,8 +343,8 @@ def render(res: dict) -> list[str]:
             + f" (a fold waits while its new text is under `refresh.fold_min_chars`"
             + ("" if condense == "cut" else " or under those running summaries")
             + f", at most `refresh.fold_max_wait_h` (3 h), or `refresh.fold_quiet_wait_h` (12 h) for a trickle under "
-            f"`refresh.fold_quiet_chars` (less text than the fold's own fixed part; measured without that tier, "
-            f"commit 06ed967: 1.53, 265 requests); a day still waiting at the last refresh is folded by the run "
+            f"`refresh.fold_quiet_chars` (less text than the fold's own fixed part); a day still waiting at the "
+            f"last refresh is folded by the run "
             f"completing it). "
             + (f"No request reads a summary again (`[summary] condense = \"{condense}\"`: a big day's partial "
                f"summaries, a fold's new part, a past week and a recent part over their budgets are cut to fit "
