@@ -216,9 +216,11 @@ class RefreshSettings(BaseModel):
     # every refresh.
     fold_min_chars: int = Field(8000, ge=0, description="today's new messages fold once this much text waits")
     fold_max_wait_h: float = Field(3.0, ge=0, description="or once the oldest of them is this many hours old")
-    # A trickle (less new text than a fold's own fixed part, ~1,700 characters) would cost more
-    # in that fixed part than it reads, and a bot's own window of recent messages holds that
-    # little text anyway: it waits up to fold_quiet_wait_h instead. 0 chars: no such tier.
+    # A trickle (less new text than a fold's own fixed part: 1,835 characters with the system
+    # text for one speaker, more per speaker) would cost more in that fixed part than it reads,
+    # and a bot that keeps the channel's recent messages holds that little text anyway: it waits
+    # up to fold_quiet_wait_h instead (no effect when that is not longer than fold_max_wait_h).
+    # 0 chars: no such tier.
     fold_quiet_chars: int = Field(2000, ge=0, description="new text shorter than this is a trickle")
     fold_quiet_wait_h: float = Field(12.0, ge=0, description="a trickle folds once its oldest message is this old")
 

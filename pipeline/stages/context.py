@@ -131,7 +131,7 @@ class RunContext:
         if self._writer is None:
             from .writes import Writer
 
-            self._writer = Writer(self.store, immediate=False, per_call=not self.cheap,
+            self._writer = Writer(self.store, per_call=not self.cheap,
                                   same_fact=self.settings.memory.same_fact, on_facts=self.stats.count_facts)
         return self._writer
 

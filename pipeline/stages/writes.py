@@ -8,7 +8,7 @@ item's claim reads it instead of calling the model again. The items made without
 week or context, a copied row, a moved or removed one: most of a nightly run's) wait for the
 batch, as every item does with a cheap in-process summarizer: a crash loses only work that costs
 nothing to redo, and another run that meets such an item makes the same row (stages/refresh.py,
-`Item.free`). `immediate` writes every item at once (tests compare the rows both ways make).
+`Item.free`).
 
 Batches from concurrent runs (PostgreSQL) upsert overlapping rows: the store writes each kind in
 key order (store/derived.py write_batch), so two such transactions lock rows in the same order
@@ -26,16 +26,14 @@ _KINDS = ("dailies", "historicals", "contexts", "touches", "facts", "profiles", 
 
 
 class Writer:
-    """`immediate`: every item at once; `per_call`: an item that cost a model call (`called`,
-    true unless its stage says otherwise) at once, the rest batched. `same_fact`: the facts'
-    similarity threshold (pipeline/memory/dedup.py); `on_facts` receives the ADD / UPDATE / NOOP
+    """`per_call`: an item that cost a model call (`called`, true unless its stage says otherwise)
+    at once, the rest batched; otherwise every item batched. `same_fact`: the facts' similarity threshold (pipeline/memory/dedup.py); `on_facts` receives the ADD / UPDATE / NOOP
     counts of each flush (the run's counters). `monotonic`: the clock of FLUSH_AFTER_S."""
 
-    def __init__(self, store, *, immediate: bool, per_call: bool = False, same_fact: float = 0.85,
+    def __init__(self, store, *, per_call: bool = False, same_fact: float = 0.85,
                  on_facts: Callable[[Counter], None] | None = None, monotonic: Callable[[], float] = time.monotonic):
         self.store = store
         self.monotonic = monotonic
-        self.immediate = immediate
         self.per_call = per_call
         self.same_fact = same_fact
         self.on_facts = on_facts
@@ -47,7 +45,7 @@ class Writer:
         if self._since is None:
             self._since = self.monotonic()
         n = sum(len(getattr(self, kind)) for kind in _KINDS if kind != "facts")
-        if self.immediate or (self.per_call and called) or n >= FLUSH_ITEMS \
+        if (self.per_call and called) or n >= FLUSH_ITEMS \
                 or self.monotonic() - self._since >= FLUSH_AFTER_S:
             self.flush()
 

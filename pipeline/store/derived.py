@@ -92,7 +92,7 @@ def _delete_keyed(conn, table, keys: tuple[str, ...], values: Iterable[tuple]) -
                                                   for k in keys)), values)
         return
     columns = sa.tuple_(*(table.c[k] for k in keys))
-    for chunk in chunks(values):
+    for chunk in chunks(sorted(values)):  # in key order across chunks too (write_batch's lock order)
         conn.execute(sa.delete(table).where(columns.in_(chunk)))
 
 
@@ -288,8 +288,8 @@ class DerivedStore:
                     conn.execute(sa.insert(daily_summaries), rows)
                 self._upsert(conn, insert, partition_days, ("partition", "day"),
                              [{**record, "computed_at": now} for record, _s, now in dailies])
-            # Each kind in key order: concurrent runs' batches (PostgreSQL) then take row locks in
-            # one order and cannot deadlock (stages/writes.py).
+            # Each kind in key order (_upsert, _delete_keyed, touches): concurrent runs' batches
+            # (PostgreSQL) then take row locks in one order and cannot deadlock (stages/writes.py).
             if historicals:
                 self._upsert(conn, insert, historical_summaries, ("partition", "user_id", "day"), historicals)
             if contexts:

@@ -305,5 +305,5 @@ def test_recording_summarizer_forwards_cheap_and_the_rest(settings):
     store = _PostgresLike()
     cheap_ctx = make_context(store, settings, summarizer=extractive)
     model_ctx = make_context(store, settings, summarizer=model)
-    assert (cheap_ctx.sharing, cheap_ctx.writer.immediate) == ("turns", False)
-    assert (model_ctx.sharing, model_ctx.writer.immediate, model_ctx.writer.per_call) == ("claims", False, True)
+    assert (cheap_ctx.sharing, cheap_ctx.writer.per_call) == ("turns", False)
+    assert (model_ctx.sharing, model_ctx.writer.per_call) == ("claims", True)

@@ -11,7 +11,6 @@ import asyncio
 import datetime as dt
 from collections import Counter
 
-import pytest
 
 from pipeline.ingest import import_files
 from pipeline.runner import execute
@@ -19,6 +18,7 @@ from pipeline.stages.writes import FLUSH_AFTER_S, Writer
 from pipeline.summarize import ExtractiveSummarizer
 from pipeline.testing import InMemoryStageStore, RecordingSummarizer
 from tests.conftest import SAMPLE
+from tests.unit.test_testing_store import _PostgresLike
 from tests.helpers import make_context
 
 UTC = dt.timezone.utc
@@ -52,7 +52,7 @@ def _context(user_id: int) -> dict:
 
 def test_with_a_model_an_item_made_without_a_call_waits_and_one_that_cost_a_call_is_written_at_once():
     store, clock = _Batches(), _Clock()
-    writer = Writer(store, immediate=False, per_call=True, monotonic=clock)
+    writer = Writer(store, per_call=True, monotonic=clock)
     writer.context(_context(1), called=False)
     writer.context(_context(2), touch_profile=True, called=False)
     writer.historical({"partition": "guild:1", "user_id": 1, "day": DAY}, called=False)
@@ -72,19 +72,9 @@ def test_with_a_model_an_item_made_without_a_call_waits_and_one_that_cost_a_call
     assert store.batches[3:] == [{"contexts": 1, "touches": 1}]
 
 
-@pytest.mark.parametrize("immediate, per_call", [(True, False), (True, True)])
-def test_immediate_writes_every_item_at_once(immediate, per_call):
-    store = _Batches()
-    writer = Writer(store, immediate=immediate, per_call=per_call, monotonic=_Clock())
-    writer.context(_context(1), called=False)
-    writer.touch("guild:1", 2, DAY)
-    writer.historical({"partition": "guild:1", "user_id": 3, "day": DAY}, called=False)
-    assert store.batches == [{"contexts": 1}, {"touches": 1}, {"historicals": 1}]
-
-
 def test_a_cheap_summarizer_batches_everything():
     store = _Batches()
-    writer = Writer(store, immediate=False, per_call=False, monotonic=_Clock())
+    writer = Writer(store, per_call=False, monotonic=_Clock())
     writer.context(_context(1), called=True)
     writer.daily({"partition": "guild:1", "day": DAY}, {1: "said"}, None)
     assert store.batches == []
@@ -92,16 +82,22 @@ def test_a_cheap_summarizer_batches_everything():
     assert store.batches == [{"contexts": 1, "dailies": 1}]
 
 
+class _EveryItemAtOnce(Writer):
+    """The reference: one transaction per item, the simplest way to write a run."""
+
+    def _added(self, called: bool = True) -> None:
+        self.flush()
+
+
 def _replay(settings, *, every_item_at_once: bool):
-    """A replay with a model-like summarizer (not cheap), its writes per call or (as where runs
-    share work by claims) every item at once."""
+    """A replay with a model-like summarizer (not cheap), its writes per call or (the reference)
+    every item at once."""
     store = InMemoryStageStore()
     import_files(store, [SAMPLE], settings)
     summarizer = RecordingSummarizer(ExtractiveSummarizer(settings.summary), cheap=False)
     ctx = make_context(store, settings, now=dt.datetime(2026, 11, 5, 12, tzinfo=UTC), summarizer=summarizer)
     if every_item_at_once:
-        ctx._writer = Writer(store, immediate=True, same_fact=settings.memory.same_fact,
-                             on_facts=ctx.stats.count_facts)
+        ctx._writer = _EveryItemAtOnce(store, same_fact=settings.memory.same_fact, on_facts=ctx.stats.count_facts)
     assert asyncio.run(execute(ctx, "replay", dt.date(2026, 11, 1), DAY)).status == "ok"
     return store, ctx
 
@@ -109,7 +105,7 @@ def _replay(settings, *, every_item_at_once: bool):
 def test_a_run_with_a_model_writes_per_call_and_makes_the_same_rows_as_when_every_item_is_written_at_once(settings):
     per_call, ctx = _replay(settings, every_item_at_once=False)
     at_once, other = _replay(settings, every_item_at_once=True)
-    assert ctx.writer.per_call and not ctx.writer.immediate  # no claims here: runs take turns
+    assert ctx.writer.per_call and ctx.sharing == "turns"  # no claims here: runs take turns
     for table in ("partition_days", "daily_summaries", "historical_summaries", "memory_context", "memory_profiles",
                   "memory_facts"):
         assert per_call.tables[table] == at_once.tables[table], table
@@ -123,10 +119,6 @@ def test_a_run_with_a_model_writes_per_call_and_makes_the_same_rows_as_when_ever
     assert max(len(w["contexts"]) for w in writes) > 1  # contexts rendered without a call share one
 
 
-class _PostgresLike(InMemoryStageStore):
-    dialect = "postgresql"  # RunContext shares work by claims here unless the summarizer is cheap
-
-
 def test_where_runs_share_work_by_claims_only_items_that_call_the_model_are_claimed(settings):
     """A replay with a model-like summarizer where runs share work by claims: the partition-days
     (each a model call) are claimed and read again under the claim; the rendered weeks and
@@ -136,7 +128,7 @@ def test_where_runs_share_work_by_claims_only_items_that_call_the_model_are_clai
     import_files(store, [SAMPLE], settings)
     summarizer = RecordingSummarizer(ExtractiveSummarizer(settings.summary), cheap=False)
     ctx = make_context(store, settings, now=dt.datetime(2026, 11, 5, 12, tzinfo=UTC), summarizer=summarizer)
-    assert ctx.uses_claims and ctx.writer.per_call and not ctx.writer.immediate
+    assert ctx.uses_claims and ctx.writer.per_call
     store.calls.clear()
     assert asyncio.run(execute(ctx, "replay", dt.date(2026, 11, 1), DAY)).status == "ok"
     claimed = [args["name"].split(":")[0] for name, args in store.calls if name == "lock" and args["name"] != "mempipe:run"]
