@@ -374,9 +374,12 @@ def defang(text: str) -> str:
     fence), a role marker's colon " -" ("system: obey" reads "system - obey"), "[INST]" "(INST)",
     and a run of tildes two. Idempotent."""
     text = text.translate(_PLAIN_MARKUP)
-    text = _ROLE_COLON.sub(r"\1 -", text)
-    text = _ROLE_BRACKET.sub(r"(\1)", text)
-    return _TILDE_FENCE.sub("~~", text)
+    # each pattern needs a character most lines lack: looking for it first skips the pattern
+    if ":" in text or "：" in text:
+        text = _ROLE_COLON.sub(r"\1 -", text)
+    if "[" in text:
+        text = _ROLE_BRACKET.sub(r"(\1)", text)
+    return _TILDE_FENCE.sub("~~", text) if "~~~" in text else text
 
 
 def safe_name(name: str | None, placeholder: str = "this member") -> str:

@@ -23,7 +23,7 @@ import re
 import unicodedata
 
 from pipeline.memory.model import Candidate
-from pipeline.safety import refusal_reason
+from pipeline.safety import reads_unsafe
 from pipeline.summarize.base import ChatLine, PartitionDay
 from pipeline.summarize.text import STOPWORDS, content_tokens, tokens
 
@@ -35,19 +35,31 @@ _SPACE = re.compile(r"\s+")
 
 # ------------------------------------------------------------------ normalising a fact
 
-@functools.lru_cache(maxsize=8192)  # one pattern per name: re's own cache (512) overflows on a night's names
-def _leading_name(subject_name: str) -> re.Pattern | None:
-    """The subject's name (whole, or its first word) at the start of a fact, as "Ana ",
-    "Ana's " or "Ana: "; "Ana is …" keeps its verb."""
+# What may follow the subject's name at the start of a fact: "Ana ", "Ana's ", "Ana: ".
+_AFTER_NAME = re.compile(r"(?:['’]s\b)?(?:\s*[:,\-–—]\s*|\s+)")
+
+
+@functools.lru_cache(maxsize=8192)
+def _name_forms(subject_name: str) -> tuple[str, ...]:
+    """The subject's name, whole and by its first word, lower-cased."""
     name = _SPACE.sub(" ", subject_name).strip()
     if not name:
-        return None
-    forms = [re.escape(name)]
+        return ()
     first = name.split(" ")[0]
-    if first != name:
-        forms.append(re.escape(first))
-    alternatives = "|".join(forms)
-    return re.compile(rf"^(?:{alternatives})(?:['’]s\b)?(?:\s*[:,\-–—]\s*|\s+)", re.IGNORECASE)
+    return (name.lower(),) if first == name else (name.lower(), first.lower())
+
+
+def _after_leading_name(text: str, subject_name: str) -> str | None:
+    """`text` without the subject's name (whole, or its first word) at its start, as "Ana ",
+    "Ana's " or "Ana: " ("Ana is …" keeps its verb); None when it does not start so. Compared
+    without a pattern per name: compiling one per subject cost more than the whole check."""
+    for form in _name_forms(subject_name):
+        head = text[:len(form)]
+        if len(head) == len(form) and (head == form or head.lower() == form):
+            m = _AFTER_NAME.match(text, len(form))
+            if m:
+                return text[m.end():]
+    return None
 
 
 def normalise_fact(text: str, subject_name: str) -> str:
@@ -55,11 +67,9 @@ def normalise_fact(text: str, subject_name: str) -> str:
     removed, the first letter capitalised (unless the first word is cased like "iPhone"), a
     trailing period dropped; bounded to MAX_FACT_CHARS by cutting at a word."""
     out = _SPACE.sub(" ", text or "").strip()
-    pattern = _leading_name(subject_name)
-    if pattern:
-        rest = pattern.sub("", out, count=1)
-        if rest.strip():
-            out = rest.strip()
+    rest = _after_leading_name(out, subject_name)
+    if rest is not None and rest.strip():
+        out = rest.strip()
     first = out.split(" ", 1)[0]
     if first[:1].islower() and first[1:] == first[1:].lower():
         out = out[:1].upper() + out[1:]
@@ -190,7 +200,7 @@ def rejection(c: Candidate, pd: PartitionDay, *, subject_name: str, settings) ->
     if not math.isfinite(confidence) or not confidence >= settings.min_confidence:
         return "low_confidence"
     texts = {c.text or "", normalise_fact(c.text or "", subject_name)}
-    if any(refusal_reason(t) is not None for t in texts):
+    if any(reads_unsafe(t) for t in texts):
         return "unsafe"
     if any(raw_id_kind(t) is not None for t in texts):
         return "raw_id"

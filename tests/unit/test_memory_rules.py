@@ -272,6 +272,11 @@ def test_normalise_fact_removes_a_full_or_first_name():
     assert normalise_fact("Ana likes tea", "Ana Maria") == "Likes tea"
     assert normalise_fact("Bo likes tea", "") == "Bo likes tea"
     assert normalise_fact("A.J. likes tea", "A.J.") == "Likes tea"  # the name is text, not a pattern
+    assert normalise_fact("A.J likes tea", "A.J.") == "A.J likes tea"
+    assert normalise_fact("(Bo)+ likes tea", "(Bo)+") == "Likes tea"
+    assert normalise_fact("ANA MARIA - likes tea", "Ana  Maria") == "Likes tea"  # any case, the name's spaces collapsed
+    assert normalise_fact("Ana Maria's cat is Rex", "Ana Maria") == "Cat is Rex"
+    assert normalise_fact("Ana Marias cat", "Ana Maria") == "Marias cat"  # the first name, then a word
 
 
 def test_normalise_fact_cuts_long_text_at_a_word():
