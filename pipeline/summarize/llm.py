@@ -27,6 +27,7 @@ from ..llm.errors import AnswerCutShort, BadOutput, LLMError, RateLimited, fallb
 from ..llm.gemini import is_gemma
 from ..llm.limiter import RateLimiter
 from ..llm.shared_limiter import SharedQuota, SharedRateLimiter
+from ..safety import safe_name
 from .base import PASSED_FITS, ChatLine, Outcome, PartitionDay, Usage
 from .budget import Budget, chunk_lines, expected_answer, fit_texts, short_name
 from .estimates import LLMEstimates
@@ -266,12 +267,30 @@ class LLMSummarizer(LLMEstimates, Chunked):
                       messages=messages(lines, handles), target_chars=self.lengths.daily_chars,
                       json_example=self.json_example)
 
+    async def _fold_quoted(self, new: PartitionDay, previous: dict[int, str]) -> Outcome[dict[int, str]]:
+        """The extractive fold of `new` (its sentences quoted) into the running summaries. A
+        running summary the extractive summarizer did not write ("Name: “…” · “…”") — a model's —
+        is kept whole, the new quotes on a line after it (`join_within`, as a "cut" fold joins): the
+        extractive fold alone would keep only its own quotes and drop the model's summary."""
+        own = {u: p for u, p in previous.items()
+               if u in new.speakers and p.startswith(f"{safe_name(new.speakers[u])}: ")}
+        out = await self.fallback.fold(new, own)
+        kept = {u: t if u in own or not previous.get(u, "").strip()
+                else join_within([*previous[u].split("\n"), t], self.lengths.daily_chars)
+                for u, t in out.value.items()}
+        return replace(out, value=kept)
+
+    def fold_is_free(self, new: PartitionDay, previous: dict[int, str]) -> bool:
+        """`fold(new, previous)` would pass through without a request (stages/daily.py: such a
+        fold never waits)."""
+        return self._fits_daily(new, previous)
+
     async def fold(self, new: PartitionDay, previous: dict[int, str]) -> Outcome[dict[int, str]]:
         """One call per chunk of new messages (usually one): each message is read once, plus the
         running summaries of the people who wrote them — with condense = "cut", not those: the new
         messages are summarised as a part of the day, one more line of each running summary."""
         if self._fits_daily(new, previous):  # the running summaries and the new text fit together: as written
-            return replace(await self.fallback.fold(new, previous), passthrough=PASSED_FITS)
+            return replace(await self._fold_quoted(new, previous), passthrough=PASSED_FITS)
         if self.lengths.condense == "cut":
             out = await self.daily(new, ask=True)
             return replace(out, value={u: join_within([*previous.get(u, "").split("\n"), t], self.lengths.daily_chars)
@@ -312,13 +331,13 @@ class LLMSummarizer(LLMEstimates, Chunked):
         except LLMError as exc:
             log.warning("fold %s %s: falling back to extractive: %s", new.partition, new.day, exc)
             usage.fallbacks += 1
-            extractive = await self.fallback.fold(new, previous)
+            extractive = await self._fold_quoted(new, previous)
             return Outcome(extractive.value, usage, fallback_reason(exc), facts=extractive.facts,
                            requests=extractive.requests)
         out = {u: current[u] for u in new.speakers if u in current}
         missing = set(new.speakers) - set(out)
         if missing:
-            extractive = await self.fallback.fold(new, previous)
+            extractive = await self._fold_quoted(new, previous)
             out.update({u: extractive.value[u] for u in missing})
             facts += of_users(extractive.facts, missing)
         return Outcome(out, usage, None, dropped, facts, requests=checked_requests(asked, new))

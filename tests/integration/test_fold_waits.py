@@ -68,6 +68,10 @@ def _texts(*hours: int) -> list[str]:
     return [m["text"] for h in hours for m in _hour_of_messages(h)]
 
 
+def _texts_of(hour: int, per_hour: int) -> list[str]:
+    return [m["text"] for m in _hour_of_messages(hour, per_hour)]
+
+
 def _stored(store) -> dict:
     return store.partition_days_between(PART, DAY, DAY)[DAY]
 
@@ -169,6 +173,34 @@ def test_a_busy_hour_waits_while_its_text_is_shorter_than_the_summaries_a_fold_r
     ingest_messages(store, [_said(10, uid, longer)], settings)
     run = _run(store, s, gemini, dt.datetime(2026, 11, 4, 10, 59, tzinfo=UTC))
     assert run["asked"] == [("fold", [short, longer])] and run["passed_fold_waits"] == 0
+
+
+def test_a_fold_that_makes_no_request_never_waits(store, settings, gemini):
+    # a few words that fit the day's length with the speaker's running summary are folded as
+    # written (no request), so waiting would save nothing: they join the running summary at once
+    # (the contexts follow by the hourly re-merge rule); a message that does not fit so still waits
+    from tests.integration.test_refresh import USERS
+    s = _settings(settings, gemini, min_chars=100_000, quiet_chars=2_000, quiet_wait_h=12)
+    s.summary = s.summary.model_copy(update={"daily_chars": 250})
+    uid = list(USERS)[0]
+    ingest_messages(store, _hour_of_messages(8, per_hour=12), settings)  # 4 messages each: over 250
+    assert _run(store, s, gemini, dt.datetime(2026, 11, 4, 8, 59, tzinfo=UTC))["asked"] == [("daily", _texts_of(8, 12))]
+    running = next(r["summary"] for r in store.dailies([DAY], partition=PART) if r["user_id"] == uid)
+    short = "Gate fixed."
+    assert len(short) + 4 + len(running) + len(USERS[uid]) + 2 <= 250  # fits with the running summary
+    ingest_messages(store, [_said(9, uid, short)], settings)
+    run = _run(store, s, gemini, dt.datetime(2026, 11, 4, 9, 59, tzinfo=UTC))
+    assert run["asked"] == [] and run["passed_fold_waits"] == 0  # no request, and no wait
+    assert _stored(store)["message_count"] == 13
+    folded = next(r["summary"] for r in store.dailies([DAY], partition=PART) if r["user_id"] == uid)
+    assert folded == f"{running}\n{USERS[uid]}: “{short}”"  # the running summary kept, the new words quoted
+
+    longer = "The western tower needs new scaffolding, and the masons want lime mortar before the first frost."
+    assert len(longer) + 4 + len(folded) + len(USERS[uid]) + 2 > 250  # does not fit: a fold would ask
+    ingest_messages(store, [_said(10, uid, longer)], settings)
+    run = _run(store, s, gemini, dt.datetime(2026, 11, 4, 10, 59, tzinfo=UTC))
+    assert run["asked"] == [] and run["passed_fold_waits"] == 1
+    assert _stored(store)["message_count"] == 13
 
 
 def _waiting(store, settings, s, server) -> None:
