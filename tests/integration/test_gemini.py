@@ -463,6 +463,21 @@ def test_a_fallback_day_gets_the_extractive_facts(settings, server):
     assert out.degraded_reason and out.facts == run_extractive(s, pd, {ANA7: "Ana: was here."}).facts
 
 
+def test_a_fallback_fold_keeps_a_model_written_running_summary(settings, server):
+    # the extractive fold keeps only its own "Name: “…”" quotes: a model's summary of the day so
+    # far stays whole, the new words quoted on a line after it; its own format is folded as before
+    new = _day([(ANA7, "Ana", f"My favourite game is Celeste. {LONG}"), (BO8, "Bo", "lol")])
+    s = gemini_settings(settings, server, max_attempts=1)
+    s.summary = s.summary.model_copy(update={"daily_chars": 150})  # Ana's new text does not fit: a request
+    model_written = "Planned the castle walls with the masons."
+    server.script(status(500, "boom"))
+    out = _ask(llm(s), "fold", new, {ANA7: model_written, BO8: "Bo: “hi”"})
+    assert out.degraded_reason
+    first, *rest = out.value[ANA7].split("\n")
+    assert first == model_written and rest and rest[0].startswith("Ana: “My favourite game is Celeste.")
+    assert out.value[BO8] == run_extractive(s, new, {BO8: "Bo: “hi”"}).value[BO8]  # its own format: as before
+
+
 def test_speakers_the_model_left_out_get_the_extractive_facts(settings):
     pd = _day([(ANA7, "Ana", f"I'm moving to Lisbon in March. {LONG}"), (BO8, "Bo", f"My dog is called Pixel. {LONG}")])
     answer = json.dumps({"summaries": [{"speaker": "p1", "summary": "Ana moves.", "facts": [
