@@ -206,10 +206,10 @@ def _fold_waits(ctx: RunContext, pd: PartitionDay, existing: dict | None) -> boo
     `refresh.fold_max_wait_h` hours — the fold's fixed prompt (~600 tokens) and those summaries
     would outweigh them — or, for a trickle (under `refresh.fold_quiet_chars`, less than that
     fixed part), younger than `refresh.fold_quiet_wait_h`. Never with an in-process
-    summarizer (its fold costs nothing), nor when the fold would make no request (`_fold_is_free`),
-    nor with --force, nor when a new message reads like an
-    in-chat memory request (stages/requests.py: "forget what I said about …" is applied within the
-    hour); any other change is computed at once."""
+    summarizer (its fold costs nothing), nor when the fold would make no request
+    (`_fold_is_free`), nor with --force, nor when a new message reads like an in-chat memory
+    request (stages/requests.py: "forget what I said about …" is applied within the hour); any
+    other change is computed at once."""
     rule = ctx.settings.refresh
     if ctx.cheap or existing is None or not rule.fold_min_chars:
         return False
@@ -239,7 +239,7 @@ def _fold_waits(ctx: RunContext, pd: PartitionDay, existing: dict | None) -> boo
 def _fold_is_free(ctx: RunContext, pd: PartitionDay, new: tuple[ChatLine, ...]) -> bool:
     """The fold of `new` would make no request (the summarizer's `fold_is_free`: the new text and
     its speakers' running summaries fit the daily length as written): waiting would save nothing,
-    so the text reaches the contexts now."""
+    so the text joins the running summaries now."""
     free = getattr(ctx.summarizer, "fold_is_free", None)
     if free is None:
         return False
