@@ -268,10 +268,8 @@ class LLMSummarizer(LLMEstimates, Chunked):
                       json_example=self.json_example)
 
     async def _fold_quoted(self, new: PartitionDay, previous: dict[int, str]) -> Outcome[dict[int, str]]:
-        """The extractive fold of `new` (its sentences quoted) into the running summaries. A
-        running summary the extractive summarizer did not write ("Name: “…” · “…”") — a model's —
-        is kept whole, the new quotes on a line after it (`join_within`, as a "cut" fold joins): the
-        extractive fold alone would keep only its own quotes and drop the model's summary."""
+        """The extractive fold of `new` into the running summaries; one it did not write (a model's,
+        not "Name: “…”") is kept whole with the new quotes on a line after it (`join_within`)."""
         own = {u: p for u, p in previous.items()
                if u in new.speakers and p.startswith(f"{safe_name(new.speakers[u])}: ")}
         out = await self.fallback.fold(new, own)
