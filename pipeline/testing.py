@@ -1,9 +1,9 @@
 """Test doubles shipped with the package, for our tests and for code built on mempipe.
 
 - RecordingSummarizer: wraps a summarizer and records every operation it is asked for.
-- InMemoryStageStore: StageStorage (plus what the importer needs) in dicts, with the SQL store's
-  semantics, recording every call so a unit test can assert which reads and writes a stage made
-  (`store.called("write_batch")`). tests/unit/test_testing_store.py checks it against SQLite.
+- InMemoryStageStore: StageStorage (plus the importer's needs) in dicts, with the SQL store's semantics,
+  recording every call for a unit test's asserts (`store.called("write_batch")`); checked against SQLite
+  by tests/unit/test_testing_store.py.
 """
 
 from __future__ import annotations
@@ -244,6 +244,9 @@ class InMemoryStageStore(InMemoryFacts, InMemoryControls):
     @_recorded
     def stored_messages(self, conn, keys) -> dict[tuple[int, int], dict]:
         return {k: _out(r, (*MESSAGE_IDENTITY, "edited_ts")) for k in keys if (r := self.tables["chat_history"].get(k))}
+
+    def defer_message_indexes(self, conn, written) -> None:  # no index to keep up to date in memory
+        return None  # (so restore_message_indexes is never called)
 
     # ------------------------------------------------------------------ the stages' reads (DerivedStorage)
 

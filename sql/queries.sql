@@ -170,6 +170,16 @@ SELECT DISTINCT partition FROM chat_history WHERE user_id = :user_id ORDER BY pa
 -- changes the first three, and counts a newer edit).
 SELECT h.channel_id, h.message_id, h.user_id, h.ts, h.reply_to, h.edited_ts FROM json_each(?) AS k JOIN chat_history h ON h.channel_id = json_extract(k.value, '$[0]') AND h.message_id = json_extract(k.value, '$[1]');
 
+-- name: sqlite_messages_count_upto
+-- The rows of chat_history, counted up to a bound (an import asks whether the table is small next
+-- to what it writes, without counting a large table whole).
+SELECT count(*) FROM (SELECT 1 FROM chat_history LIMIT ?);
+
+-- name: sqlite_message_indexes
+-- chat_history's secondary indexes as created (the primary key's own index has no statement):
+-- what a large import drops and builds again at its end.
+SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'chat_history' AND sql IS NOT NULL ORDER BY name;
+
 -- name: sqlite_messages_upsert
 -- Idempotent by (channel_id, message_id); a strictly newer edited_ts by the same author replaces
 -- text and edited_ts, nothing else (author_name keeps the name at the message's time).

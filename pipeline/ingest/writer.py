@@ -25,7 +25,7 @@ from ..calendar import partition_for
 from ..config import Settings
 from ..errors import InputError
 from ..store import Store
-from ..store.ingest import MESSAGE_IDENTITY
+from ..store.ingest import DEFER_INDEXES_AFTER, MESSAGE_IDENTITY
 from .deletion import delete_in
 from .model import EMPTY, DeletionIn, MessageIn
 
@@ -59,6 +59,9 @@ class Writer:
         self.reported = 0
         self.deletions: list[DeletionIn] = []  # applied after the messages read before them
         self.copies: dict[tuple[int, int], list] = {}  # a message read more than once: each copy's edited_ts
+        self.written = 0  # message rows sent to the store so far
+        self.next_index_check = DEFER_INDEXES_AFTER  # doubles: the checks cost O(rows) in all
+        self.deferred_indexes: list[str] | None = None  # dropped for the import, built at its end
 
     def take(self, row: MessageIn | DeletionIn, source: str, where: str) -> None:
         """A message, or a deletion: in input order (messages read before a deletion are written
@@ -152,6 +155,10 @@ class Writer:
             self._check_stored()
             self._count(self._check_stored_messages())
             self.store.write_messages(self.conn, list(self.messages.values()))
+            self.written += len(self.messages)
+            if self.deferred_indexes is None and self.written >= self.next_index_check:
+                self.next_index_check *= 2
+                self.deferred_indexes = self.store.defer_message_indexes(self.conn, self.written)
         self.messages, self.origin, self.copies = {}, {}, {}
         if self.progress is not None and self.report.read > self.reported:
             done, self.reported = self.report.read - self.reported, self.report.read
@@ -161,6 +168,9 @@ class Writer:
         self.flush()
         if self.deletions:
             self._delete()
+        if self.deferred_indexes is not None:
+            self.store.restore_message_indexes(self.conn, self.deferred_indexes)
+            self.deferred_indexes = None
         if self.channels:
             self.store.write_channels(self.conn, list(self.channels.values()))
         if self.members:

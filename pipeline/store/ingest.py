@@ -26,6 +26,9 @@ from ..db.tables import channels, chat_history, members
 from .base import Rows, insert_for, select_in
 
 UTC = dt.timezone.utc
+# From this many messages written on (then at each doubling), an import asks whether to build
+# chat_history's secondary indexes at its end instead of row by row (`defer_message_indexes`).
+DEFER_INDEXES_AFTER = 100_000
 MESSAGE_COLUMNS = tuple(c.name for c in chat_history.columns)
 MESSAGE_IDENTITY = ("user_id", "ts", "reply_to")  # what a later copy of a message (an edit) may not change
 _MESSAGE_TIMES = tuple(i for i, c in enumerate(chat_history.columns)
@@ -51,6 +54,8 @@ class IngestStorage(Protocol):
     def write_channels(self, conn: Connection, rows: Iterable[dict]) -> None: ...
     def stored_channels(self, conn: Connection, channel_ids: Iterable[int]) -> dict[int, dict]: ...
     def stored_messages(self, conn: Connection, keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], dict]: ...
+    def defer_message_indexes(self, conn: Connection, written: int) -> list[str] | None: ...
+    def restore_message_indexes(self, conn: Connection, statements: list[str]) -> None: ...
 
 
 class IngestStore:
@@ -112,6 +117,32 @@ class IngestStore:
         return {(channel_id, message_id): {"user_id": user_id, "ts": ts(at), "reply_to": reply_to,
                                            "edited_ts": ts(edited) if edited is not None else None}
                 for channel_id, message_id, user_id, at, reply_to, edited in found}
+
+    def defer_message_indexes(self, conn: Connection, written: int) -> list[str] | None:
+        """SQLite: when chat_history holds at most twice the rows this import has written so far
+        (`written`; the writer asks from DEFER_INDEXES_AFTER on, and at each doubling), drop its
+        secondary indexes inside the import's transaction and return their CREATE statements, for
+        `restore_message_indexes` at the import's end; else None. One build over all the rows
+        costs less than half of keeping the indexes up to date row by row (bench/RESULTS.md,
+        ingest), and a rollback restores them with everything else. The primary key stays: the
+        upsert needs it. PostgreSQL: never (None). There a dropped index locks the table until
+        commit, so a bot's own inserts would wait for the whole import; SQLite's one writer
+        makes them wait anyway."""
+        if conn.dialect.name != "sqlite":
+            return None
+        # counted up to a bound: a large table is not counted whole for an import that stays small
+        now = conn.exec_driver_sql(query("sqlite_messages_count_upto"), (2 * written + 1,)).scalar_one()
+        if now > 2 * written:
+            return None
+        indexes = conn.exec_driver_sql(query("sqlite_message_indexes")).all()
+        for name, _sql in indexes:
+            conn.exec_driver_sql(f'DROP INDEX "{name}"')  # a name read from sqlite_master, never input
+        return [sql for _name, sql in indexes]
+
+    def restore_message_indexes(self, conn: Connection, statements: list[str]) -> None:
+        """Build the indexes `defer_message_indexes` dropped, from their own CREATE statements."""
+        for sql in statements:
+            conn.exec_driver_sql(sql)
 
     def count_messages(self) -> int:
         with self.reading("counting messages") as conn:

@@ -1,0 +1,140 @@
+"""A large import into a small chat_history (SQLite) builds the table's secondary indexes once, at
+its end, instead of row by row (pipeline/store/ingest.py `defer_message_indexes`): the same rows
+and the same indexes as an import that kept them, nothing changed when it fails, and never on
+PostgreSQL or into a table much larger than the import."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+
+import pipeline.ingest.importer as importer_module
+import pipeline.ingest.writer as writer_module
+from pipeline.errors import InputError
+from pipeline.ingest import import_files
+from pipeline.store import Store
+
+UTC = dt.timezone.utc
+GUILD = 1150000000000000001
+CHANNELS = ((1170000000000000010, "public"), (1170000000000000011, "public"), (1170000000000000012, "restricted"))
+USERS = (1160000000000000001, 1160000000000000002, 1160000000000000003)
+THRESHOLD = 400  # in place of DEFER_INDEXES_AFTER, so a test imports thousands, not 100,000s
+BATCH = 100  # in place of the importer's BATCH_SIZE: the writer asks after a batch is written
+
+
+def rows(n: int, first_id: int) -> list[dict]:
+    start = dt.datetime(2026, 11, 2, 8, 0, tzinfo=UTC)
+    out = []
+    for i in range(n):
+        channel_id, visibility = CHANNELS[i % len(CHANNELS)]
+        out.append({"message_id": str(first_id + i), "guild_id": str(GUILD), "channel_id": str(channel_id),
+                    "visibility": visibility, "user_id": str(USERS[i % len(USERS)]), "user_name": f"user {i % 3}",
+                    "text": f"message number {i}", "ts": (start + dt.timedelta(seconds=7 * i)).isoformat()})
+    return out
+
+
+def write_jsonl(path: Path, lines: list) -> Path:
+    path.write_text("".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines))
+    return path
+
+
+@pytest.fixture
+def deferrals(monkeypatch):
+    """What each of the writer's questions to the store got back (the real store answers)."""
+    monkeypatch.setattr(writer_module, "DEFER_INDEXES_AFTER", THRESHOLD)
+    monkeypatch.setattr(importer_module, "BATCH_SIZE", BATCH)
+    answers = []
+    real = Store.defer_message_indexes
+
+    def asked(self, conn, written):
+        answers.append((written, real(self, conn, written)))
+        return answers[-1][1]
+    monkeypatch.setattr(Store, "defer_message_indexes", asked)
+    return answers
+
+
+def indexes(store: Store) -> list[tuple]:
+    with store.engine.connect() as conn:
+        if store.dialect == "sqlite":
+            return conn.exec_driver_sql("SELECT name, sql FROM sqlite_master WHERE type = 'index' "
+                                        "AND tbl_name = 'chat_history' ORDER BY name").all()
+        return conn.exec_driver_sql("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'chat_history' "
+                                    "ORDER BY indexname").all()
+
+
+def dump(store: Store) -> dict:
+    with store.engine.connect() as conn:
+        return {table: conn.exec_driver_sql(f"SELECT * FROM {table} ORDER BY 1, 2, 3").all()
+                for table in ("chat_history", "members", "channels")}
+
+
+def fixed_clock():
+    return dt.datetime(2026, 11, 3, 0, 0, tzinfo=UTC)
+
+
+def test_a_large_import_into_an_empty_table_builds_the_indexes_at_its_end(tmp_path, settings, deferrals):
+    path = write_jsonl(tmp_path / "big.jsonl", rows(3 * THRESHOLD + 17, 1190000000100000000))
+    deferred = Store.open(f"sqlite:///{tmp_path}/deferred.db", check_schema=False)
+    deferred.upgrade()
+    kept = Store.open(f"sqlite:///{tmp_path}/kept.db", check_schema=False)
+    kept.upgrade()
+    before = indexes(deferred)
+    assert len(before) == 4  # the primary key's own index and three secondary ones
+
+    report = import_files(deferred, path, settings, clock=fixed_clock)
+    assert report.new == 3 * THRESHOLD + 17
+    # asked once: when the first THRESHOLD rows were written
+    assert len(deferrals) == 1 and deferrals[0][0] == THRESHOLD
+    assert deferrals[0][1] == [sql for name, sql in before if sql is not None]  # dropped, to be built again
+    assert indexes(deferred) == before
+
+    writer_module.DEFER_INDEXES_AFTER = 10 ** 12  # (monkeypatch restores it) the same import, indexes kept
+    import_files(kept, path, settings, clock=fixed_clock)
+    assert dump(deferred) == dump(kept)
+    with deferred.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA integrity_check").scalar_one() == "ok"
+        plan = " ".join(str(r) for r in conn.exec_driver_sql(
+            "EXPLAIN QUERY PLAN SELECT text FROM chat_history WHERE partition = 'guild:1' AND ts >= '2026'"))
+        assert "chat_history_partition_ts" in plan  # the rebuilt index is the one the stages read by
+    deferred.close()
+    kept.close()
+
+
+def test_an_import_much_smaller_than_the_table_keeps_the_indexes(sqlite_store, tmp_path, settings, deferrals):
+    writer_module.DEFER_INDEXES_AFTER = 10 ** 12
+    import_files(sqlite_store, write_jsonl(tmp_path / "first.jsonl", rows(6 * THRESHOLD, 1190000000100000000)),
+                 settings)
+    writer_module.DEFER_INDEXES_AFTER = THRESHOLD
+    before = indexes(sqlite_store)
+    import_files(sqlite_store, write_jsonl(tmp_path / "second.jsonl", rows(2 * THRESHOLD + 5, 1190000000200000000)),
+                 settings)
+    assert deferrals and all(answer is None for _written, answer in deferrals)  # asked, and kept them
+    assert indexes(sqlite_store) == before
+    assert sqlite_store.count_messages() == 8 * THRESHOLD + 5
+
+
+def test_a_failed_import_after_the_indexes_were_dropped_changes_nothing(sqlite_store, tmp_path, settings,
+                                                                        deferrals):
+    before = indexes(sqlite_store)
+    good = rows(4 * THRESHOLD, 1190000000100000000)
+    path = write_jsonl(tmp_path / "late-error.jsonl", good + [dict(good[0], message_id="1190000000900000000",
+                                                                   ts="yesterday")])
+    with pytest.raises(InputError, match=rf"line {len(good) + 1}\b.*ts"):
+        import_files(sqlite_store, path, settings)
+    assert deferrals and deferrals[0][1]  # the indexes had been dropped when the bad line came
+    assert indexes(sqlite_store) == before  # rolled back with everything else
+    assert sqlite_store.count_messages() == 0
+    import_files(sqlite_store, write_jsonl(tmp_path / "fixed.jsonl", good), settings)  # and it imports afterwards
+    assert sqlite_store.count_messages() == len(good) and indexes(sqlite_store) == before
+
+
+def test_postgresql_never_drops_an_index(store, tmp_path, settings, deferrals, db_kind):
+    if db_kind != "postgresql":
+        pytest.skip("PostgreSQL's rule: a dropped index would lock the table for the whole import")
+    before = indexes(store)
+    import_files(store, write_jsonl(tmp_path / "big.jsonl", rows(3 * THRESHOLD, 1190000000100000000)), settings)
+    assert deferrals and all(answer is None for _written, answer in deferrals)
+    assert indexes(store) == before and store.count_messages() == 3 * THRESHOLD
