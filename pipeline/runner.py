@@ -23,6 +23,7 @@ from typing import Callable
 
 from .calendar import HISTORY_DAYS, day_bounds, days_between
 from .errors import MempipeError
+from .gc_thresholds import fewer_collections
 from .llm.batch_jobs import finish_batch, start_batch
 from .safety import redact
 from .stages.context import RunContext
@@ -304,8 +305,9 @@ async def execute(ctx: RunContext, kind: str, date_from: dt.date | None, date_to
     (`on_cancel` when the run is cancelled or interrupted: the scheduler's shutdown, the CLI's
     Ctrl-C). `kind` is "run" (as of date_to, default today per guild), "replay"
     (date_from..date_to), or a scheduler job name (run semantics, recorded under that name)."""
-    async with _run_lock(ctx):
-        return await _execute(ctx, kind, date_from, date_to, guild_id, progress, only_guilds, on_cancel)
+    with fewer_collections():  # (pipeline/gc_thresholds.py: a tenth of a large run was the collector's)
+        async with _run_lock(ctx):
+            return await _execute(ctx, kind, date_from, date_to, guild_id, progress, only_guilds, on_cancel)
 
 
 async def _execute(ctx: RunContext, kind: str, date_from: dt.date | None, date_to: dt.date | None,
