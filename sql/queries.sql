@@ -176,9 +176,9 @@ SELECT h.channel_id, h.message_id, h.user_id, h.ts, h.reply_to, h.edited_ts FROM
 SELECT count(*) FROM (SELECT 1 FROM chat_history LIMIT ?);
 
 -- name: sqlite_message_indexes
--- chat_history's secondary indexes as created (the primary key's own index has no statement):
--- what a large import drops and builds again at its end.
-SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'chat_history' AND sql IS NOT NULL ORDER BY name;
+-- chat_history's secondary indexes as created, in the order they were (the primary key's own index
+-- has no statement): what a large import drops and builds again at its end, in that order.
+SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'chat_history' AND sql IS NOT NULL ORDER BY rowid;
 
 -- name: sqlite_messages_upsert
 -- Idempotent by (channel_id, message_id); a strictly newer edited_ts by the same author replaces
