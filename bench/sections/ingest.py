@@ -208,7 +208,7 @@ def render(res: dict) -> list[str]:
              if r and "raw_table_msgs_per_s" in r]
     if keyed:
         out += ["", "The same raw insert / raw COPY into a freshly migrated `chat_history` (its primary key and three "
-                f"indexes) instead of the bare table: {'; '.join(keyed)}: what an importer pays that keeps the indexes up to "
+                f"indexes) instead of the bare table: {'; '.join(keyed)}: what an importer pays that keeps the indexes up to date "
                 "row by row. SQLite's importer builds them once at the end of an import at least as large as the "
                 "table (pipeline/store/ingest.py `defer_message_indexes`), so it can pass that; PostgreSQL's keeps "
                 "them, so it cannot."]
