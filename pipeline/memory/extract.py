@@ -221,38 +221,18 @@ def _line_facts(statements: list[str], earlier: list[tuple[int, str]], today: dt
         yield dated[0], dated[1], None, LOOSE, dated[2], ()
 
 
-@lru_cache(maxsize=4096)
-def _words_of_line(text: str) -> frozenset[str]:
-    return frozenset(tokens(plain(text)))
-
-
-@lru_cache(maxsize=4096)
-def _forms_of_line(text: str) -> frozenset[str]:
-    return frozenset(f for word in _words_of_line(text) for f in word_forms(word))
-
-
-@lru_cache(maxsize=16384)
-def _wanted(text: str, name: str) -> frozenset[str]:
-    return frozenset(set(content_tokens(plain(text))) - set(tokens(plain(name))))
-
-
-@lru_cache(maxsize=16384)
-def _forms(word: str) -> frozenset[str]:
-    return frozenset(word_forms(word))
-
-
 def _grounded(text: str, sources: tuple[int, ...], pd: PartitionDay, user_id: int, name: str) -> bool:
     """validate.grounding(text, cited lines, the speaker's name) >= MIN_GROUNDING. The words a
     fact shares with its lines as they are come first (each is a hit of the validator's too);
     their forms only when those are too few."""
-    wanted = _wanted(text, pd.speakers.get(user_id, name))
+    wanted = wanted_words(text, pd.speakers.get(user_id, name))
     if not wanted:
         return False
     texts = [pd.lines[s].text for s in sources]
-    if len(wanted & frozenset().union(*map(_words_of_line, texts))) / len(wanted) >= MIN_GROUNDING:
+    if len(wanted & frozenset().union(*map(line_words, texts))) / len(wanted) >= MIN_GROUNDING:
         return True
-    found = frozenset().union(*map(_forms_of_line, texts))
-    return sum(1 for w in wanted if _forms(w) & found) / len(wanted) >= MIN_GROUNDING
+    found = frozenset().union(*map(line_forms, texts))
+    return sum(1 for w in wanted if forms_of(w) & found) / len(wanted) >= MIN_GROUNDING
 
 
 def extract_facts(pd: PartitionDay) -> list[Candidate]:
@@ -308,5 +288,5 @@ def extract_facts(pd: PartitionDay) -> list[Candidate]:
 
 # Last: pipeline.summarize imports this module (the extractive summarizer's facts), so its names
 # are bound once extract_facts exists, whichever package is imported first.
-from pipeline.memory.validate import plain, word_forms  # noqa: E402  (the validator's own, for parity)
+from pipeline.memory.validate import forms_of, line_forms, line_words, wanted_words  # noqa: E402  (the validator's own, for parity)
 from pipeline.summarize.text import content_tokens, sentences, tokens  # noqa: E402

@@ -132,16 +132,35 @@ def grounding(text: str, cited: list[str], subject_name: str = "") -> float:
     """Share of the fact's distinct content words (text.content_tokens, minus the words of the
     subject's name) found among the words of the cited messages, compared by `word_forms`.
     0.0 when the fact has no content word left: there is nothing to ground."""
-    name_words = set(tokens(plain(subject_name)))
-    wanted = set(content_tokens(plain(text))) - name_words
+    wanted = wanted_words(text, subject_name)
     if not wanted:
         return 0.0
-    found: set[str] = set()
-    for line in cited:
-        for w in tokens(plain(line)):
-            found |= word_forms(w)
-    hits = sum(1 for w in wanted if word_forms(w) & found)
-    return hits / len(wanted)
+    found = frozenset().union(*map(line_forms, cited))
+    return sum(1 for w in wanted if forms_of(w) & found) / len(wanted)
+
+
+# Pure, so cached: a day's lines are cited by many candidate facts, and chat repeats its words.
+@functools.lru_cache(maxsize=4096)
+def line_words(text: str) -> frozenset[str]:
+    """The words of a chat line, as `grounding` reads them."""
+    return frozenset(tokens(plain(text)))
+
+
+@functools.lru_cache(maxsize=4096)
+def line_forms(text: str) -> frozenset[str]:
+    """Every `word_forms` of a chat line's words."""
+    return frozenset(f for word in line_words(text) for f in word_forms(word))
+
+
+@functools.lru_cache(maxsize=16384)
+def wanted_words(text: str, subject_name: str) -> frozenset[str]:
+    """A fact's content words that `grounding` looks for: without the subject's name."""
+    return frozenset(set(content_tokens(plain(text))) - set(tokens(plain(subject_name))))
+
+
+@functools.lru_cache(maxsize=16384)
+def forms_of(word: str) -> frozenset[str]:
+    return frozenset(word_forms(word))
 
 
 # ------------------------------------------------------------------ raw ids
