@@ -378,8 +378,12 @@ def plan_merges(ctx: RunContext, partitions: list[str], day1_for: Day1For,
 async def run_merge_jobs(ctx: RunContext, jobs: list[tuple[Scope, int]], day1_for: Day1For,
                          inputs: MergeInputs) -> None:
     """These merges, from `inputs` (a whole run's, or narrowed to their users: a worker's job,
-    pipeline/workers/), bounded by the run's slots; then every row is written."""
+    pipeline/workers/), user by user, bounded by the run's slots; then every row is written."""
     inputs.preload_user_partitions({u for sc, u in jobs if sc.kind == "dm"})
+    # A user's scopes one after another (each user's in the given order): their facts, profile
+    # and summary lines are still in the caches (UserFacts, clean_line, reads_unsafe) for the
+    # next one. In scope order they were not, at scale: 14% of a 1M-message merge stage.
+    jobs = sorted(jobs, key=lambda job: job[1])
 
     async def bounded(scope: Scope, user_id: int) -> None:
         async with ctx.slot():
