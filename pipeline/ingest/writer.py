@@ -59,7 +59,6 @@ class Writer:
         self.reported = 0
         self.deletions: list[DeletionIn] = []  # applied after the messages read before them
         self.copies: dict[tuple[int, int], list] = {}  # a message read more than once: each copy's edited_ts
-        self.written = 0  # message rows sent to the store so far
         self.next_index_check = DEFER_INDEXES_AFTER  # doubles: the checks cost O(rows) in all
         self.deferred_indexes: list[str] | None = None  # dropped for the import, built at its end
 
@@ -155,10 +154,10 @@ class Writer:
             self._check_stored()
             self._count(self._check_stored_messages())
             self.store.write_messages(self.conn, list(self.messages.values()))
-            self.written += len(self.messages)
-            if self.deferred_indexes is None and self.written >= self.next_index_check:
+            # new messages only: a re-import (all unchanged) adds no index entry to save
+            if self.deferred_indexes is None and self.report.new >= self.next_index_check:
                 self.next_index_check *= 2
-                self.deferred_indexes = self.store.defer_message_indexes(self.conn, self.written)
+                self.deferred_indexes = self.store.defer_message_indexes(self.conn, self.report.new)
         self.messages, self.origin, self.copies = {}, {}, {}
         if self.progress is not None and self.report.read > self.reported:
             done, self.reported = self.report.read - self.reported, self.report.read

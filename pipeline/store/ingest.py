@@ -26,7 +26,7 @@ from ..db.tables import channels, chat_history, members
 from .base import Rows, insert_for, select_in
 
 UTC = dt.timezone.utc
-# From this many messages written on (then at each doubling), an import asks whether to build
+# From this many new messages on (then at each doubling), an import asks whether to build
 # chat_history's secondary indexes at its end instead of row by row (`defer_message_indexes`).
 DEFER_INDEXES_AFTER = 100_000
 MESSAGE_COLUMNS = tuple(c.name for c in chat_history.columns)
@@ -54,7 +54,7 @@ class IngestStorage(Protocol):
     def write_channels(self, conn: Connection, rows: Iterable[dict]) -> None: ...
     def stored_channels(self, conn: Connection, channel_ids: Iterable[int]) -> dict[int, dict]: ...
     def stored_messages(self, conn: Connection, keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], dict]: ...
-    def defer_message_indexes(self, conn: Connection, written: int) -> list[str] | None: ...
+    def defer_message_indexes(self, conn: Connection, new: int) -> list[str] | None: ...
     def restore_message_indexes(self, conn: Connection, statements: list[str]) -> None: ...
 
 
@@ -118,9 +118,9 @@ class IngestStore:
                                            "edited_ts": ts(edited) if edited is not None else None}
                 for channel_id, message_id, user_id, at, reply_to, edited in found}
 
-    def defer_message_indexes(self, conn: Connection, written: int) -> list[str] | None:
-        """SQLite: when chat_history holds at most twice the rows this import has written so far
-        (`written`; the writer asks from DEFER_INDEXES_AFTER on, and at each doubling), drop its
+    def defer_message_indexes(self, conn: Connection, new: int) -> list[str] | None:
+        """SQLite: when chat_history held no more rows before this import than the `new` ones it
+        has added so far (the writer asks from DEFER_INDEXES_AFTER on, and at each doubling), drop its
         secondary indexes inside the import's transaction and return their CREATE statements, for
         `restore_message_indexes` at the import's end; else None. One build over all the rows
         costs less than half of keeping the indexes up to date row by row (bench/RESULTS.md,
@@ -130,9 +130,9 @@ class IngestStore:
         makes them wait anyway."""
         if conn.dialect.name != "sqlite":
             return None
-        # counted up to a bound: a large table is not counted whole for an import that stays small
-        now = conn.exec_driver_sql(query("sqlite_messages_count_upto"), (2 * written + 1,)).scalar_one()
-        if now > 2 * written:
+        # rows now = rows before + new: counted up to 2 * new + 1, so a large table is never counted whole
+        now = conn.exec_driver_sql(query("sqlite_messages_count_upto"), (2 * new + 1,)).scalar_one()
+        if now > 2 * new:
             return None
         indexes = conn.exec_driver_sql(query("sqlite_message_indexes")).all()
         for name, _sql in indexes:

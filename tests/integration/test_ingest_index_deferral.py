@@ -119,6 +119,19 @@ def test_an_import_much_smaller_than_the_table_keeps_the_indexes(sqlite_store, t
     assert sqlite_store.count_messages() == 8 * THRESHOLD + 5
 
 
+def test_importing_the_same_messages_again_keeps_the_indexes(sqlite_store, tmp_path, settings, deferrals):
+    """A re-import adds no index entry: nothing to save by a rebuild, however large it is."""
+    path = write_jsonl(tmp_path / "again.jsonl", rows(3 * THRESHOLD, 1190000000100000000))
+    import_files(sqlite_store, path, settings)
+    first = len(deferrals)
+    assert first == 1 and deferrals[0][1]  # the first import of them rebuilt them at its end
+    before = indexes(sqlite_store)
+    report = import_files(sqlite_store, path, settings)
+    assert report.unchanged == 3 * THRESHOLD and report.new == 0
+    assert len(deferrals) == first  # not even asked: it added no message
+    assert indexes(sqlite_store) == before
+
+
 def test_a_failed_import_after_the_indexes_were_dropped_changes_nothing(sqlite_store, tmp_path, settings,
                                                                         deferrals):
     before = indexes(sqlite_store)
