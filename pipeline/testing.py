@@ -9,10 +9,7 @@
 from __future__ import annotations
 
 import contextlib
-import copy
 import datetime as dt
-import functools
-import inspect
 import itertools
 import json
 import types
@@ -28,7 +25,8 @@ from .store.base import hashable  # the real store's dump rendering
 from .store.derived import CONTEXT_STATE, RETENTION_KEYS
 from .testing_controls import InMemoryControls
 from .testing_facts import InMemoryFacts
-from .store.ingest import MESSAGE_IDENTITY
+from .testing_ingest import InMemoryIngest
+from .testing_records import _out, _recorded
 from .store.locks import Lock, NullLock
 from .store.runs import ZERO_COUNTS
 
@@ -74,32 +72,6 @@ class RecordingSummarizer:
 
 _TABLES = {t.name: t for t in metadata.sorted_tables}
 _KEYS = {name: tuple(c.name for c in t.primary_key.columns) for name, t in _TABLES.items()}
-# Arguments that are id or day collections: materialised (a generator is read once) and recorded
-# sorted and de-duplicated, as the SQL store binds them.
-_ID_ARGS = frozenset({"messages", "keys", "user_ids", "partitions", "channel_ids", "days"})
-_BATCH_ARGS = frozenset({"dailies", "historicals", "contexts", "touches", "rows"})
-
-
-def _recorded(method: Callable) -> Callable:
-    sig = inspect.signature(method)
-
-    @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
-        bound = sig.bind(self, *args, **kwargs)
-        bound.apply_defaults()
-        arguments = {}
-        for name, value in list(bound.arguments.items())[1:]:
-            if name in _ID_ARGS and value is not None:
-                value = bound.arguments[name] = tuple(sorted(set(value)))
-            elif name in _BATCH_ARGS:
-                value = bound.arguments[name] = list(value)
-            if name != "conn":  # the importer's dummy connection says nothing
-                arguments[name] = value
-        self.calls.append((method.__name__, arguments))
-        return method(*bound.args, **bound.kwargs)
-    return wrapper
-
-
 def _bind(table: str, column: str, value: Any) -> Any:
     """A value as the database would store and return it; a bad one fails as a StoreError
     (where the SQL store's bind processors fail as a driver error)."""
@@ -122,15 +94,10 @@ def _known(table: str, values: dict) -> None:
         raise StoreError(f"{table} has no column {', '.join(sorted(unknown))}")
 
 
-def _out(row: dict, columns: Iterable[str] | None = None) -> dict:
-    """A copy for a caller (stored rows are replaced, never changed in place; JSON is deep)."""
-    return {k: copy.deepcopy(row[k]) if isinstance(row[k], (dict, list)) else row[k] for k in (columns or row)}
-
-
 _CONNECTION = types.SimpleNamespace(dialect=types.SimpleNamespace(name="memory"))  # the importer only hands it back
 
 
-class InMemoryStageStore(InMemoryFacts, InMemoryControls):
+class InMemoryStageStore(InMemoryIngest, InMemoryFacts, InMemoryControls):
     """StageStorage and IngestStorage in memory. `calls` holds (method, {argument: value}) for every
     storage call, in order; `called(name)` the arguments of one method's calls."""
 
@@ -215,38 +182,6 @@ class InMemoryStageStore(InMemoryFacts, InMemoryControls):
 
     def dump(self, table_name: str) -> list[tuple]:  # every row in key order, as StoreBase.dump
         return [tuple(hashable(v) for v in r.values()) for r in self._select(table_name)]
-
-    # ------------------------------------------------------------------ ingest (IngestStorage)
-
-    @_recorded
-    def write_messages(self, conn, rows) -> None:
-        def newer_edit(old, new):  # by (channel, message id); never for another author
-            newer = new["edited_ts"] is not None and (old["edited_ts"] is None or new["edited_ts"] > old["edited_ts"])
-            return {"text": new["text"], "edited_ts": new["edited_ts"]} if newer and new["user_id"] == old["user_id"] else None
-        self._merge("chat_history", rows, newer_edit)
-
-    @_recorded
-    def write_members(self, conn, rows) -> None:
-        self._merge("members", rows, lambda old, new: {"display_name": new["display_name"], "seen_at": new["seen_at"]}
-                    if new["seen_at"] >= old["seen_at"] else None)
-
-    @_recorded
-    def write_channels(self, conn, rows) -> None:  # a group flag once seen wins; one-to-one only if said, never a group
-        self._merge("channels", rows, lambda old, new: {
-            "is_group": (group := old["is_group"] or new["is_group"]), "one_to_one": (old["one_to_one"] or new["one_to_one"])
-            and not group, "name": new["name"] if new["name"] is not None else old["name"]})
-
-    @_recorded
-    def stored_channels(self, conn, channel_ids) -> dict[int, dict]:
-        return {r["channel_id"]: _out(r, ("channel_id", "guild_id", "visibility", "partition"))
-                for r in self._select("channels", channel_id=channel_ids)}
-
-    @_recorded
-    def stored_messages(self, conn, keys) -> dict[tuple[int, int], dict]:
-        return {k: _out(r, (*MESSAGE_IDENTITY, "edited_ts")) for k in keys if (r := self.tables["chat_history"].get(k))}
-
-    def defer_message_indexes(self, conn, written) -> None:  # no index to keep up to date in memory
-        return None  # (so restore_message_indexes is never called)
 
     # ------------------------------------------------------------------ the stages' reads (DerivedStorage)
 
