@@ -80,14 +80,16 @@ async def _with_worker(settings, run, *, summarizer=None, concurrency: int = 2, 
         await worker
 
 
-def _replay(store, settings, *, summarizer=None, worker_summarizer=None, first="2026-11-01", last="2026-11-04"):
+def _replay(store, settings, *, summarizer=None, worker_summarizer=None, first="2026-11-01", last="2026-11-04",
+            concurrency: int = 2):
     ctx = make_context(store, settings, now=NOW, summarizer=summarizer)
 
     async def go():
         result = execute(ctx, "replay", dt.date.fromisoformat(first), dt.date.fromisoformat(last))
         if not settings.workers.enabled:
             return await result
-        return await _with_worker(settings, lambda: result, summarizer=worker_summarizer, clock=lambda: NOW)
+        return await _with_worker(settings, lambda: result, summarizer=worker_summarizer, concurrency=concurrency,
+                                  clock=lambda: NOW)
 
     return ctx, asyncio.run(go())
 
@@ -217,25 +219,40 @@ def test_a_run_with_no_worker_waits_and_says_so_then_a_worker_finishes_it(pg, mo
 
 
 class _Breaks(RecordingSummarizer):
-    """Raises (as a store outage would: not a model failure) on one partition-day."""
+    """Raises (as a store outage would: not a model failure) on the first partition-day of `day`
+    it is asked for; every partition-day asked for after that waits until the run has ended, so
+    the run's later jobs are still in the queue when it fails (a worker taking one job at a time
+    cannot finish them all first, however fast the machine)."""
 
-    def __init__(self, settings, day: dt.date):
+    def __init__(self, settings, store, day: dt.date):
         super().__init__(ExtractiveSummarizer(settings.summary))
-        self.day = day
+        self.store, self.day = store, day
+        self.failed_on = None
+        self.held = 0
 
     async def daily(self, pd):
-        if pd.day == self.day:
+        if self.failed_on is None and pd.day == self.day:
+            self.failed_on = pd
             raise RuntimeError("the disk is on fire")
+        if self.failed_on is not None:
+            self.held += 1
+            deadline = time.monotonic() + 60  # bounded: a run that never ends fails the test, not hangs it
+            while (await asyncio.to_thread(self.store.runs, 1))[0]["status"] == "running":
+                assert time.monotonic() < deadline, "the run did not end after its job failed"
+                await asyncio.sleep(0.05)
         return await self.inner.daily(pd)
 
 
 def test_a_failed_job_fails_the_run_naming_the_item_and_its_cause(pg):
     store, s = pg
     import_files(store, [str(SAMPLE)], s)
+    breaks = _Breaks(s, store, dt.date(2026, 11, 3))
     with pytest.raises(WorkerJobFailed) as failed:
-        _replay(store, s, worker_summarizer=_Breaks(s, dt.date(2026, 11, 3)))
+        _replay(store, s, worker_summarizer=breaks, concurrency=1)
     message = str(failed.value)
+    assert breaks.failed_on is not None and breaks.held >= 1  # a later job was held back, as meant
     assert message.startswith("partition-day ") and " 2026-11-03 failed in a worker: " in message
+    assert breaks.failed_on.partition in message
     assert message.endswith("RuntimeError: the disk is on fire")
     run = store.runs(1)[0]
     assert run["status"] == "failed" and run["error"] == message
