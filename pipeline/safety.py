@@ -341,8 +341,10 @@ def _screenable(text: str) -> str | None:
     return "".join(out)
 
 
-def _may_refuse(text: str) -> bool:
-    """False only when refusal_reason(text) is None for certain."""
+def may_refuse(text: str) -> bool:
+    """False only when refusal_reason(text) is None for certain. Any text cut from one it clears,
+    at a space, quotation mark or sentence end, it clears too (safe_text.py `_screened_clear`
+    relies on it): keep every pattern unanchored, word boundaries its only context."""
     plain = _screenable(text)
     # a tag needs both its brackets ("<3" alone is no tag)
     if plain is None or ("<" in plain and ">" in plain) or ("[" in plain and "]" in plain):
@@ -359,7 +361,7 @@ def _may_refuse(text: str) -> bool:
 def reads_unsafe(text: str) -> bool:
     """refusal_reason(text) is not None — an instruction to the reading bot or a secret — behind
     the fast screen (and a cache: a summary's sentences recur in many contexts)."""
-    return _may_refuse(text) and refusal_reason(text) is not None
+    return may_refuse(text) and refusal_reason(text) is not None
 
 
 _PLAIN_MARKUP = str.maketrans({"<": "‹", ">": "›", "＜": "‹", "＞": "›", "﹤": "‹", "﹥": "›", "`": "'", "｀": "'"})

@@ -21,7 +21,8 @@ import functools
 import re
 from typing import NamedTuple
 
-from ..safety import defang, reads_unsafe
+from ..safety import defang, may_refuse, reads_unsafe
+from .text import clean as single_spaced
 from .text import sentences
 
 # In the input hash of every context (pipeline/stages/merge.py): a change to these rules makes
@@ -40,9 +41,11 @@ class Cleaned(NamedTuple):
     dropped: int  # sentences (and whole lines) left out
 
 
-def piece_unsafe(piece: str) -> bool:
+def piece_unsafe(piece: str, *, screen: bool = True) -> bool:
     """Does this sentence (or quotation) read as an instruction or carry a secret: itself, without
-    its quotation marks, or any sentence quoted inside it?"""
+    its quotation marks, or any sentence quoted inside it? (`screen`: see `_screened_clear`.)"""
+    if screen and _screened_clear(piece):
+        return False
     core = piece.strip().strip("“”\"' ")
     if piece.strip() == f"“{core}”" and "“" not in core and "”" not in core:  # one quotation: its words
         return any(reads_unsafe(f) for f in {core, *sentences(core)} if f)
@@ -71,9 +74,34 @@ def _pieces(body: str) -> tuple[list[str], list[str]]:
     return parts, seps
 
 
+def _screened_clear(line: str) -> bool:
+    """Whether the screen (`safety.may_refuse`) clears every text `clean_line` would check in
+    this line, from the line alone. Each of them — a label, a sentence, a quotation, with or
+    without its quotation marks — is a piece of the line cut where the line has a space, a
+    quotation mark or a sentence end (no word is cut), with its runs of white space made one
+    space (text.clean) or left as they are. What the screen looks for only grows with the text
+    around it (it reads letters alone, or literals that need the characters around them to be
+    no word characters, which a cut there keeps), so a line that passes it, both as it is and
+    with its white space made single spaces, has no piece that would not pass it: none is
+    refused (`reads_unsafe` is the screen first), and the per-piece checks can be skipped. Most
+    lines pass: a line of a rendered context took ~26 µs with those checks, ~17 µs without
+    (timed over the 115,875 distinct lines a cold replay of a tenth of the large bench
+    corpus cleaned). Holds while every pattern of `may_refuse` keeps to that rule (safety.py)."""
+    if may_refuse(line):
+        return False
+    single = single_spaced(line)
+    return single == line or not may_refuse(single)
+
+
 @functools.lru_cache(maxsize=1 << 15)
 def clean_line(line: str) -> Cleaned:
     """One line made safe to paste (its text "" when it is left out whole)."""
+    return _clean_line(line, screen=True)
+
+
+def _clean_line(line: str, *, screen: bool) -> Cleaned:
+    """`screen`: skip the per-piece checks of a line `_screened_clear` clears (the same result:
+    tests/unit/test_safe_text_screen.py compares the two on lines made to break it)."""
     if not line.strip():
         return Cleaned(line, 0)
     prefix = _PREFIX.match(line).group()
@@ -82,7 +110,8 @@ def clean_line(line: str) -> Cleaned:
     while len(labels) < 4 and (m := _LABEL.match(rest)):
         labels.append(m.group())
         rest = rest[m.end():]
-    if any(reads_unsafe(label.strip()) for label in labels):
+    clear = screen and _screened_clear(line)
+    if not clear and any(reads_unsafe(label.strip()) for label in labels):
         return Cleaned("", 1)
     parts, seps = _pieces(rest)
     kept: list[str] = []
@@ -90,7 +119,7 @@ def clean_line(line: str) -> Cleaned:
     for i, part in enumerate(parts):
         if not part.strip():
             continue
-        if piece_unsafe(part):
+        if not clear and piece_unsafe(part, screen=screen):
             dropped += 1
             continue
         if kept:
@@ -100,7 +129,9 @@ def clean_line(line: str) -> Cleaned:
     if not body and dropped:
         return Cleaned("", dropped)
     out = (prefix + "".join(labels) + body).rstrip()
-    if reads_unsafe(out):
+    # a line kept as it was (but trailing space) is one the screen cleared; one that lost an
+    # empty piece between two separators is checked again as it now reads
+    if not (clear and line.startswith(out)) and reads_unsafe(out):
         return Cleaned("", dropped + 1)
     return Cleaned(defang(out), dropped)
 

@@ -51,10 +51,10 @@ def test_the_fast_screen_never_lets_through_what_refusal_reason_refuses():
     texts = _corpus()
     refused = [t for t in texts if safety.refusal_reason(t)]
     assert len(refused) > 200  # the check has teeth
-    assert [t for t in refused if not safety._may_refuse(t)] == []
+    assert [t for t in refused if not safety.may_refuse(t)] == []
     assert all(safety.reads_unsafe(t) == (safety.refusal_reason(t) is not None) for t in texts)
     # and it is a screen, not the rule: ordinary chat mostly never reaches the slow rule
-    assert sum(safety._may_refuse(t) for t in ORDINARY) <= 1
+    assert sum(safety.may_refuse(t) for t in ORDINARY) <= 1
 
 
 @pytest.mark.parametrize("text,plain", [
