@@ -27,6 +27,19 @@ class InMemoryControls:
             self._control_ids = {"memory_exclusions": itertools.count(1), "control_actions": itertools.count(1)}
         return next(self._control_ids[table])
 
+    # ------------------------------------------------------------------ erased names
+
+    def erased_names(self) -> list[dict]:
+        return [_copy(r) for r in self._select("erased_names")]
+
+    def add_erased_names(self, partitions, word_keys, at, *, conn=None) -> int:
+        rows = [(p, k) for p in sorted(set(partitions)) for k in sorted(set(word_keys))]
+        with self._writing():
+            for p, k in rows:
+                self.tables["erased_names"][(p, k)] = self._row("erased_names", {"partition": p, "word_key": k,
+                                                                                 "erased_at": at})
+        return len(rows)
+
     # ------------------------------------------------------------------ exclusions
 
     def exclusions(self, user_ids=None) -> list[dict]:

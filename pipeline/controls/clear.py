@@ -15,8 +15,10 @@ exclusion windows, and every row of any table with the user's id (found by refle
 summary of a partition-day that quoted, mentioned or answered the user, the summaries and
 contexts made from them, and other users' summaries, facts, profiles and contexts that name the
 user are deleted and made again by the next run — where the name is gone, a mention reads as a
-neutral placeholder. The user's earlier audit rows are re-keyed to "erased:<hash>", and one
-audit row is added, with counts only.
+neutral placeholder, and so does the name typed as plain text in other members' messages posted
+before the erase (erased_names keeps keyed hashes of its words, pipeline/stages/erased.py). The
+user's earlier audit rows are re-keyed to "erased:<hash>", and one audit row is added, with
+counts only.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from ..config import Settings
 from ..ids import parse_id
 from ..ingest import delete_messages
 from ..ingest.deletion import partition_days_of
+from ..stages.erased import name_word_keys
 from ..stages.merge import MergeInputs
 from ..summarize.text import STOPWORDS, names_person, tokens
 from .audit import erased_key, record, requester_id
@@ -136,10 +139,13 @@ def erase(store, settings: Settings, user_id: Any, *, requested_by: Any, clock: 
     key = erased_key(user_id)
     with store.transaction() as conn:
         counts = _delete_history(store, settings, user_id, messages, requested_by, clock, conn)
+        named_in = {p for p, _u in known} | {m["partition"] for m in messages}
         erased, redo = store.erase_user_rows(
             user_id, days=days, name_words=_name_words(names), names=lambda text: names_person(text, names),
-            named_in={p for p, _u in known} | {m["partition"] for m in messages}, subject_key=key, conn=conn)
+            named_in=named_in, subject_key=key, conn=conn)
         counts += erased
+        # others' chat keeps the name as they typed it: runs read it as "someone" (stages/erased.py)
+        counts["erased_names"] += store.add_erased_names(named_in, name_word_keys(names), now, conn=conn)
         counts["recompute_queue"] += store.enqueue_days(
             [{"partition": p, "day": d, "reason": "erase"} for p, d in redo], now, conn=conn)
         _drop_batch_requests(store, counts, conn)

@@ -202,6 +202,11 @@ memory_exclusions = sa.Table(
     *_required(created_at=UtcDateTime),
 )
 
+# sql/migrations/0016_erased_names.*.sql: keyed hashes of erased users' name words, per partition
+erased_names = sa.Table(
+    "erased_names", metadata, *_keys(partition=sa.Text, word_key=sa.Text), *_required(erased_at=UtcDateTime),
+)
+
 recompute_queue = sa.Table(
     "recompute_queue", metadata, *_keys(partition=sa.Text, day=LocalDate),
     *_required(reason=sa.Text, queued_at=UtcDateTime),

@@ -92,6 +92,7 @@ class RunContext:
     _writer: object | None = field(default=None, repr=False)
     _forgetting: object | None = field(default=None, repr=False)
     _exclusions: object | None = field(default=None, repr=False)
+    _erased: object | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         # How runs on one database share work, chosen once:
@@ -157,6 +158,14 @@ class RunContext:
 
             self._exclusions = load_exclusions(self.store)
         return self._exclusions
+
+    def erased(self):
+        """Erased users' name words (stages/erased.py), read once per run."""
+        if self._erased is None:
+            from .erased import load_erased_names
+
+            self._erased = load_erased_names(self.store)
+        return self._erased
 
     def forget_cache(self) -> None:
         self._forgetting = None

@@ -97,7 +97,7 @@ def load_partition_days(ctx: RunContext, partition: str, guild_id: int | None,
     start, _ = day_bounds(min(days), tz)
     _, end = day_bounds(max(days), tz)
     stored = ctx.store.messages_between(partition, start, end)
-    messages = ctx.exclusions().kept(partition, stored)
+    messages = ctx.erased().kept(partition, ctx.exclusions().kept(partition, stored))
     wanted = set(days)
     if emptied is not None and len(messages) < len(stored):
         emptied |= {d for m in stored if (d := m["ts"].astimezone(tz).date()) in wanted} - \
@@ -305,12 +305,18 @@ def _store_outcome(ctx: RunContext, pd: PartitionDay, key: str, forgotten: Appli
         summaries[uid] = text
     # every summary, also the running ones a fold keeps: a fact forgotten since applies to them too
     summaries = {uid: forgotten.scrub(text, uid, pd.speakers.get(uid, "")) for uid, text in summaries.items()}
+    erased = ctx.erased()
+    # an erased user's name, whatever the summarizer answers (stages/erased.py)
+    scrub_erased = erased.reaches(pd.partition, (ln.ts for ln in pd.lines))
+    if scrub_erased:
+        summaries = {uid: erased.scrub(pd.partition, text) for uid, text in summaries.items()}
     degraded = outcome.degraded_reason is not None
     # in-chat memory requests (stages/requests.py): noted, applied after the stage; never facts
     asked = noted(ctx, pd, given, list(outcome.requests))
     facts = [c for c in outcome.facts if not asked & set(c.sources)]
     for _c in range(len(outcome.facts) - len(facts)):
         ctx.stats.reject_fact("request")
+    rows = fact_rows(ctx, pd, given, facts, forgotten, key)
     ctx.writer.daily(
         {
             "partition": pd.partition, "day": pd.day, "input_hash": key,
@@ -322,5 +328,5 @@ def _store_outcome(ctx: RunContext, pd: PartitionDay, key: str, forgotten: Appli
         },
         summaries,
         ctx.now(),
-        fact_rows(ctx, pd, given, facts, forgotten, key),
+        [{**row, "text": erased.scrub(pd.partition, row["text"])} for row in rows] if scrub_erased else rows,
     )

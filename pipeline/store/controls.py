@@ -9,6 +9,9 @@ sql/migrations/0006_user_controls.*.sql made the tables:
 - recompute_queue: partition-days the next run recomputes whatever their age (pipeline/runner.py
   `plan_run`); a run removes a row when it has done the day (`write_batch(done_queued=…)`).
 
+sql/migrations/0016 made erased_names: keyed hashes of erased users' name words per partition,
+which the daily stage blanks in older chat (pipeline/stages/erased.py).
+
 Writes take an optional `conn`: inside a caller's transaction (`store.transaction()`: a message
 deletion, an import with deletion rows, a control that writes several tables) they add to it;
 without one, each is its own transaction.
@@ -24,7 +27,7 @@ from typing import Iterable, Iterator, Protocol
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..db.tables import chat_history, control_actions, memory_exclusions, memory_facts, recompute_queue
+from ..db.tables import chat_history, control_actions, erased_names, memory_exclusions, memory_facts, recompute_queue
 from .base import chunks, insert_for, select_in
 
 EXCLUSION_KINDS = ("pause", "clear")
@@ -43,6 +46,9 @@ class ControlsStorage(Protocol):
                       at: dt.datetime, rows_affected: int, detail: dict, *, conn: Connection | None = None) -> int: ...
     def actions(self, subject_key: str | None = None) -> list[dict]: ...
     def enqueue_days(self, rows: Iterable[dict], now: dt.datetime, *, conn: Connection | None = None) -> int: ...
+    def erased_names(self) -> list[dict]: ...
+    def add_erased_names(self, partitions: Iterable[str], word_keys: Iterable[str], at: dt.datetime, *,
+                         conn: Connection | None = None) -> int: ...
     def queued_days(self) -> list[dict]: ...
     def dequeue_days(self, keys: Iterable[tuple], *, conn: Connection | None = None) -> int: ...
     def find_messages(self, keys: Iterable[tuple[int, int]] = (), message_ids: Iterable[int] = (), *,
@@ -145,6 +151,24 @@ class ControlsStore:
                 index_elements=[recompute_queue.c.partition, recompute_queue.c.day],
                 set_={"reason": stmt.excluded.reason, "queued_at": stmt.excluded.queued_at}),
                 [rows[k] for k in sorted(rows)])
+        return len(rows)
+
+    def erased_names(self) -> list[dict]:
+        """Every erased name word's key, by partition, with when it was erased."""
+        c = erased_names.c
+        return self.rows("reading erased names", sa.select(erased_names).order_by(c.partition, c.word_key))
+
+    def add_erased_names(self, partitions: Iterable[str], word_keys: Iterable[str], at: dt.datetime, *,
+                         conn: Connection | None = None) -> int:
+        """Each word key erased in each partition as of `at` (a word erased again: the later time)."""
+        rows = [{"partition": p, "word_key": k, "erased_at": at} for p in sorted(set(partitions))
+                for k in sorted(set(word_keys))]
+        if not rows:
+            return 0
+        with self.writing_in("recording erased names", conn) as c:
+            stmt = insert_for(c)(erased_names)
+            c.execute(stmt.on_conflict_do_update(index_elements=[erased_names.c.partition, erased_names.c.word_key],
+                                                 set_={"erased_at": stmt.excluded.erased_at}), rows)
         return len(rows)
 
     def queued_days(self) -> list[dict]:

@@ -273,9 +273,6 @@ def test_erase_leaves_no_name_of_the_user_in_another_users_fact_profile_or_conte
     assert str(CY) not in all_text(store)
 
 
-@pytest.mark.xfail(strict=True, reason="a name the user's erase removed comes back on the next run from another "
-                   "user's message that typed it as plain text (chat_history keeps it; erase's names_person scrub "
-                   "applies to the rows stored at erase time only, not to rows written later)")
 def test_after_erase_and_a_run_no_derived_row_names_the_erased_user(store, settings):
     from pipeline.controls import OPERATOR, erase
 

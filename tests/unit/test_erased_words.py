@@ -1,0 +1,38 @@
+"""pipeline/stages/erased.py without a database: which words of which messages read as "someone"."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from pipeline.stages.erased import ErasedNames, name_word_keys, word_key
+
+UTC = dt.timezone.utc
+AT = dt.datetime(2026, 11, 5, 12, tzinfo=UTC)
+
+
+def _names(*words: str, partition: str = "guild:1") -> ErasedNames:
+    return ErasedNames([{"partition": partition, "word_key": word_key(w), "erased_at": AT} for w in words])
+
+
+def _msg(text: str, hours: int) -> dict:
+    return {"text": text, "ts": AT + dt.timedelta(hours=hours), "user_id": 1}
+
+
+def test_a_name_word_reads_as_someone_before_its_erase_in_its_partition_only():
+    erased = _names("zephyrine", "moreau")
+    before, after = _msg("Zephyrine MOREAU's cat and zephyrines", -1), _msg("Zephyrine is back", 1)
+    kept = erased.kept("guild:1", [before, after])
+    assert [m["text"] for m in kept] == ["someone someone's cat and zephyrines", "Zephyrine is back"]
+    assert before["text"] == "Zephyrine MOREAU's cat and zephyrines"  # the stored row is not changed
+    other = [_msg("Zephyrine said hi", -1)]
+    assert erased.kept("guild:2", other) is other  # another partition: the same list, untouched
+    assert erased.reaches("guild:1", [after["ts"], before["ts"]]) and not erased.reaches("guild:1", [after["ts"]])
+    assert not erased.reaches("guild:2", [before["ts"]])
+    assert erased.scrub("guild:1", "Moreau: plays chess with Zephyrine.") == "someone: plays chess with someone."
+
+
+def test_no_erased_name_costs_nothing_and_keys_hide_the_words():
+    messages = [_msg("hello", -1)]
+    assert not ErasedNames() and ErasedNames().kept("guild:1", messages) is messages
+    keys = name_word_keys(["Zephyrine Moreau", "zephyrine"])
+    assert keys == {word_key("zephyrine"), word_key("moreau")} and all("zeph" not in k for k in keys)
