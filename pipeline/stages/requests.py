@@ -34,11 +34,14 @@ def noted(ctx: RunContext, pd: PartitionDay, given: PartitionDay, requests: list
     if not requests:
         return set()
     rows = []
+    erased = ctx.erased()  # an erased user's name, as in the day's summaries (stages/erased.py)
+    scrub = erased.reaches(pd.partition, (ln.ts for ln in pd.lines))
     for r in requests:
         line = given.lines[r.position]
+        text = None if r.refused else erased.scrub(pd.partition, r.text) if scrub else r.text
         rows.append({"channel_id": line.channel_id, "message_id": line.message_id, "user_id": r.user_id,
                      "partition": pd.partition, "day": pd.day, "ts": line.ts, "kind": r.kind,
-                     "text": None if r.refused else r.text, "reason": r.refused, "detected_at": ctx.now()})
+                     "text": text, "reason": r.refused, "detected_at": ctx.now()})
     record_requests = getattr(ctx.store, "record_requests", None)  # the SQL store's
     if not ctx.dry_run and record_requests is not None:
         record_requests(rows)

@@ -62,3 +62,17 @@ def test_erased_names_keeps_keys_of_significant_words_never_the_words(store, set
     assert "zephyrine" not in all_text(store).lower()
     # a name of stop words only, or of one letter, would blank ordinary words: not kept
     assert name_word_keys(["Will", "J", "the", "Ana Will"]) == name_word_keys(["Ana"])
+
+
+def test_an_in_chat_request_naming_the_erased_user_is_applied_without_the_name(store, settings):
+    from pipeline.summarize import ExtractiveSummarizer
+    from tests.integration.test_memory import run
+
+    ingest_messages(store, [msg(1, GENERAL, CY, "hi, I'm new here", D1),
+                            msg(2, GENERAL, ANA, "Remember that I play chess with Zephyrine every Friday.", D1, 13)],
+                    settings)
+    erase(store, settings, CY, requested_by=OPERATOR, clock=lambda: ERASED_AT)
+    run(store, settings, D1, summarizer=ExtractiveSummarizer(settings.summary))
+    facts = [f["text"] for f in store.memory_facts(active_only=True)]
+    assert any("chess with someone" in f for f in facts), facts  # the request was applied
+    assert "zephyrine" not in all_text(store, skip=("chat_history",)).lower()
