@@ -11,6 +11,7 @@ import pytest
 
 from pipeline.config import SummaryLengths
 from pipeline.stages.daily import build_partition_day
+from pipeline.stages.erased import NONE as NO_ERASED_NAMES
 from pipeline.stages.exclusions import NONE as NO_EXCLUSIONS
 from pipeline.summarize import ChatLine, ExtractiveSummarizer, PartitionDay
 from pipeline.summarize.base import OPERATIONS
@@ -331,6 +332,9 @@ class StubContext:
 
     def exclusions(self):  # no exclusion window (stages/exclusions.py)
         return NO_EXCLUSIONS
+
+    def erased(self):  # no erased name (stages/erased.py)
+        return NO_ERASED_NAMES
 
 
 def _msg(mid, uid, text, hour, reply_to=None):
