@@ -36,3 +36,17 @@ def test_no_erased_name_costs_nothing_and_keys_hide_the_words():
     assert not ErasedNames() and ErasedNames().kept("guild:1", messages) is messages
     keys = name_word_keys(["Zephyrine Moreau", "zephyrine"])
     assert keys == {word_key("zephyrine"), word_key("moreau")} and all("zeph" not in k for k in keys)
+
+
+def test_the_in_memory_store_keeps_erased_names_as_the_sql_one_does():
+    from pipeline.stages.erased import load_erased_names
+    from pipeline.testing import InMemoryStageStore
+
+    store = InMemoryStageStore()
+    assert store.add_erased_names(["guild:1", "guild:2"], name_word_keys(["Zephyrine"]), AT) == 2
+    later = AT + dt.timedelta(days=1)
+    assert store.add_erased_names(["guild:1"], name_word_keys(["Zephyrine"]), later) == 1  # erased again: later
+    assert [(r["partition"], r["erased_at"]) for r in store.erased_names()] == [("guild:1", later), ("guild:2", AT)]
+    erased = load_erased_names(store)
+    assert erased.kept("guild:1", [_msg("Zephyrine!", 2)])[0]["text"] == "someone!"
+    assert erased.kept("guild:2", [_msg("Zephyrine!", 2)])[0]["text"] == "Zephyrine!"
