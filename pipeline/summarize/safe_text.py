@@ -33,6 +33,7 @@ _PREFIX = re.compile(r"[ \t]*(?:#{1,6}[ \t]+|[-*][ \t]+)?")
 _LABEL = re.compile(r"(?:[^:“”\n.!?]|[.!?](?!\s)){1,80}:[ \t]+")
 # Where a line's body may be cut: a quotation mark (tracked), a sentence end, our " · " separator.
 _BOUNDARY = re.compile(r"[“”]|(?:(?<=[.!?])|(?<=[.!?][”\"]))[ \t]+|[ \t]+·[ \t]+")
+_ODD_SPACE = re.compile(r"\s\s|[^\S ]")  # what text.clean would change inside a line
 _QUOTED = re.compile(r"“([^“”]*)”|\"([^\"]*)\"")
 
 
@@ -89,8 +90,8 @@ def _screened_clear(line: str) -> bool:
     corpus cleaned). Holds while every pattern of `may_refuse` keeps to that rule (safety.py)."""
     if may_refuse(line):
         return False
-    single = single_spaced(line)
-    return single == line or not may_refuse(single)
+    # white space already single but at the ends: the single-spaced line is a piece of this one
+    return not _ODD_SPACE.search(line) or not may_refuse(single_spaced(line))
 
 
 @functools.lru_cache(maxsize=1 << 15)
