@@ -65,6 +65,12 @@ def scrub_reach(table: sa.Table, scrub: Scrub) -> set[str]:
     return {s for s, _u in scrub.contexts} if table in SCOPED else set(scrub.partitions)
 
 
+# What `reconcile` reads of a stored fact (and changes by id): a plan's reads skip the other
+# columns' conversions (times, input hash), once per stored row of every partition-day written.
+RECONCILED = ("id", "user_id", "partition", "level", "text", "fact_key", "confidence", "event_day", "first_seen",
+              "last_seen", "sources", "status")
+
+
 def apply_fact_plan(conn, rows: list[dict], same_fact: float) -> Counter:
     """Decide and write, inside the caller's transaction."""
     if not rows:
@@ -75,8 +81,9 @@ def apply_fact_plan(conn, rows: list[dict], same_fact: float) -> Counter:
     users = sorted({r["user_id"] for r in rows})
     # only the rows a new one can be compared with: its partition's, and the user's global ones
     partitions = sorted({r["partition"] for r in rows})
-    existing = [dict(r._mapping) for r in select_in(
-        conn, lambda ids: sa.select(memory_facts).where(
+    columns = [c[k] for k in RECONCILED]
+    existing = [dict(zip(RECONCILED, r)) for r in select_in(
+        conn, lambda ids: sa.select(*columns).where(
             c.user_id.in_(ids), c.status == "active", sa.or_(c.partition.in_(partitions), c.level == "global")), users)]
     plan = reconcile(existing, rows, same_fact)
     if plan.inserts:
