@@ -2,9 +2,10 @@
 
 A run holds its inputs in memory (millions of small dicts and tuples at 1M messages) and makes
 millions more; the collector's default first threshold (700 allocations) then starts a collection
-so often that the scans of those live objects cost about a tenth of a cold replay
-(1.05M messages, SQLite: 232.6 s with the default, 213.5 s with this; the same as with none). Our objects are rarely cyclic: reference counting frees
-them, and a collection every RUN_THRESHOLD allocations still bounds what cycles can hold.
+so often that the scans of those live objects cost about a tenth of a cold replay (1.05M
+messages, SQLite: 232.6 s with the default, 213.5 s with this, the same as with collection off).
+Our objects are rarely cyclic: reference counting frees them, and a collection every
+RUN_THRESHOLD allocations still bounds what cycles can hold.
 
 The thresholds are the process's: the first run to start raises them, the last to end puts back
 what it found (runs may overlap: the scheduler's, a worker's tasks).

@@ -16,7 +16,7 @@ summary of a partition-day that quoted, mentioned or answered the user, the summ
 contexts made from them, and other users' summaries, facts, profiles and contexts that name the
 user are deleted and made again by the next run — where the name is gone, a mention reads as a
 neutral placeholder, and so does the name typed as plain text in other members' messages posted
-before the erase (erased_names keeps keyed hashes of its words, pipeline/stages/erased.py). The
+before the erase (erased_names keeps sha256 hashes of its words, pipeline/stages/erased.py). The
 user's earlier audit rows are re-keyed to "erased:<hash>", and one audit row is added, with
 counts only.
 """

@@ -202,7 +202,7 @@ memory_exclusions = sa.Table(
     *_required(created_at=UtcDateTime),
 )
 
-# sql/migrations/0016_erased_names.*.sql: keyed hashes of erased users' name words, per partition
+# sql/migrations/0016_erased_names.*.sql: sha256 hashes of erased users' name words, per partition
 erased_names = sa.Table(
     "erased_names", metadata, *_keys(partition=sa.Text, word_key=sa.Text), *_required(erased_at=UtcDateTime),
 )

@@ -9,7 +9,7 @@ sql/migrations/0006_user_controls.*.sql made the tables:
 - recompute_queue: partition-days the next run recomputes whatever their age (pipeline/runner.py
   `plan_run`); a run removes a row when it has done the day (`write_batch(done_queued=…)`).
 
-sql/migrations/0016 made erased_names: keyed hashes of erased users' name words per partition,
+sql/migrations/0016 made erased_names: sha256 hashes of erased users' name words per partition,
 which the daily stage blanks in older chat (pipeline/stages/erased.py).
 
 Writes take an optional `conn`: inside a caller's transaction (`store.transaction()`: a message

@@ -120,14 +120,14 @@ class IngestStore:
 
     def defer_message_indexes(self, conn: Connection, new: int) -> list[str] | None:
         """SQLite: when chat_history held no more rows before this import than the `new` ones it
-        has added so far (the writer asks from DEFER_INDEXES_AFTER on, and at each doubling), drop its
-        secondary indexes inside the import's transaction and return their CREATE statements, for
-        `restore_message_indexes` at the import's end; else None. One build over all the rows
-        costs less than half of keeping the indexes up to date row by row (1.05M messages: 3.2 s
-        to build, 7.8 s of upkeep), and a rollback restores them with everything else. The primary key stays: the
-        upsert needs it. PostgreSQL: never (None). There a dropped index locks the table until
-        commit, so a bot's own inserts would wait for the whole import; SQLite's one writer
-        makes them wait anyway."""
+        has added so far (the writer asks from DEFER_INDEXES_AFTER on, and at each doubling),
+        drop its secondary indexes inside the import's transaction and return their CREATE
+        statements, for `restore_message_indexes` at the import's end; else None. One build over
+        all the rows costs less than half of keeping the indexes up to date row by row (1.05M
+        messages: 3.2 s to build, 7.8 s of upkeep), and a rollback restores them with everything
+        else. The primary key stays: the upsert needs it. PostgreSQL: never (None). There a
+        dropped index locks the table until commit, so a bot's own inserts would wait for the
+        whole import; SQLite's one writer makes them wait anyway."""
         if conn.dialect.name != "sqlite":
             return None
         # rows now = rows before + new: counted up to 2 * new + 1, so a large table is never counted whole
