@@ -305,14 +305,13 @@ def _store_outcome(ctx: RunContext, pd: PartitionDay, key: str, forgotten: Appli
         summaries[uid] = text
     # every summary, also the running ones a fold keeps: a fact forgotten since applies to them too
     summaries = {uid: forgotten.scrub(text, uid, pd.speakers.get(uid, "")) for uid, text in summaries.items()}
-    erased = ctx.erased()
-    # an erased user's name, whatever the summarizer answers (stages/erased.py)
-    scrub_erased = erased.reaches(pd.partition, (ln.ts for ln in pd.lines))
-    if scrub_erased:
-        summaries = {uid: erased.scrub(pd.partition, text) for uid, text in summaries.items()}
+    # an erased user's name, whatever the summarizer answers: out of summaries, facts and requests
+    unnamed = ctx.erased().scrubber(pd.partition, [ln.ts for ln in pd.lines])  # stages/erased.py
+    if unnamed is not None:
+        summaries = {uid: unnamed(text) for uid, text in summaries.items()}
     degraded = outcome.degraded_reason is not None
     # in-chat memory requests (stages/requests.py): noted, applied after the stage; never facts
-    asked = noted(ctx, pd, given, list(outcome.requests))
+    asked = noted(ctx, pd, given, list(outcome.requests), unnamed)
     facts = [c for c in outcome.facts if not asked & set(c.sources)]
     for _c in range(len(outcome.facts) - len(facts)):
         ctx.stats.reject_fact("request")
@@ -328,5 +327,5 @@ def _store_outcome(ctx: RunContext, pd: PartitionDay, key: str, forgotten: Appli
         },
         summaries,
         ctx.now(),
-        [{**row, "text": erased.scrub(pd.partition, row["text"])} for row in rows] if scrub_erased else rows,
+        rows if unnamed is None else [{**row, "text": unnamed(row["text"])} for row in rows],
     )

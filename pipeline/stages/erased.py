@@ -4,11 +4,13 @@
 member's message that typed the name as plain text ("I play chess with Zephyrine") is that
 member's and stays in chat_history. Without more, the next run that summarises such a day again
 (erase queues it) would put the name back into summaries, facts and contexts. So erase records,
-for each partition where the user had a name, a keyed hash of each significant word of their
-names (`word_key`; never the word) and when (`erased_names`, sql/migrations/0016). The daily
+for each partition where the user had a name, a sha256 of each significant word of their names
+(`word_key`) and when (`erased_names`, sql/migrations/0016). The word itself is not stored; the
+hash has no secret key, so it hides the word from a reader of the table, not from someone who
+guesses it and hashes the guess. The daily
 stage then reads such a word as "someone" in that partition's messages posted before then —
 the summarizer never sees it — and in what the summarizer says of those partition-days
-(`scrub`), whatever it answers.
+(`scrubber`), whatever it answers.
 
 Not reached: messages posted after the erase (a name said later is new chat, not the erased
 user's data), and names made only of stop words ("Will") or of one letter, which would blank
@@ -18,17 +20,19 @@ ordinary words.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import re
 from collections import defaultdict
-from typing import Iterable
+from typing import Callable, Iterable
 
-from ..summarize.text import STOPWORDS, tokens
+from ..summarize.text import STOPWORDS, WORD, tokens
 
 PLACEHOLDER = "someone"
-_WORD = re.compile(r"[\w']+")  # summarize/text.py `tokens`: the words names_person compares
 
 
+# cached: blanking hashes every word of a partition's older messages, and chat repeats its words
+@functools.lru_cache(maxsize=1 << 16)
 def word_key(word: str) -> str:
     """A name word as erased_names keeps it (lower case, as `tokens` reads it)."""
     return hashlib.sha256(f"mempipe:erased-name:{word}".encode()).hexdigest()[:32]
@@ -40,9 +44,10 @@ def name_word_keys(names: Iterable[str]) -> set[str]:
 
 
 def _normal(token: str) -> tuple[str, str]:
-    """(the word as `tokens` reads it, the possessive it had)."""
-    t = token.lower().replace("’", "'")
-    return (t[:-2], token[-2:]) if t.endswith("'s") and len(t) > 2 else (t, "")
+    """(the word as `tokens` reads it — the words names_person compares —, the possessive "'s"
+    it dropped, as written)."""
+    word = tokens(token)[0]
+    return word, "" if word == token.lower() else token[-2:]  # `tokens` lower-cases, or also drops "'s"
 
 
 class ErasedNames:
@@ -61,7 +66,7 @@ class ErasedNames:
             word, possessive = _normal(m.group())
             at = keys.get(word_key(word))
             return PLACEHOLDER + possessive if at is not None and (ts is None or ts < at) else m.group()
-        return _WORD.sub(one, text)
+        return WORD.sub(one, text)
 
     def kept(self, partition: str, messages: list[dict]) -> list[dict]:
         """The partition's messages with each erased name word posted before its erase read as
@@ -72,16 +77,17 @@ class ErasedNames:
         last = max(keys.values())
         return [m if m["ts"] >= last else {**m, "text": self._blank(keys, m["text"], m["ts"])} for m in messages]
 
-    def reaches(self, partition: str, times: Iterable[dt.datetime]) -> bool:
-        """Whether a partition-day with messages at `times` had any posted before an erase of a
-        name known there (what the summarizer says of it is then scrubbed)."""
+    def scrubber(self, partition: str, times: Iterable[dt.datetime]) -> Callable[[str], str] | None:
+        """For a partition-day with messages at `times`: when any was posted before an erase of
+        a name known in the partition, what reads every such name word in a text (what the
+        summarizer says of that day) as "someone"; else None (nothing to scrub)."""
         keys = self.by_partition.get(partition)
-        return bool(keys) and any(t < max(keys.values()) for t in times)
-
-    def scrub(self, partition: str, text: str) -> str:
-        """`text` with every erased name word of the partition read as "someone"."""
-        keys = self.by_partition.get(partition)
-        return self._blank(keys, text, None) if keys and text else text
+        if not keys:
+            return None
+        last = max(keys.values())
+        if not any(t < last for t in times):
+            return None
+        return lambda text: self._blank(keys, text, None) if text else text
 
 
 NONE = ErasedNames()

@@ -18,6 +18,8 @@ them): noted when a partition-day is summarised, applied after the daily stage o
 
 from __future__ import annotations
 
+from typing import Callable
+
 from ..calendar import parse_scope
 from ..controls.audit import record
 from ..controls.facts import forget, remember
@@ -28,17 +30,17 @@ from .context import RunContext
 from .merge import MergeInputs
 
 
-def noted(ctx: RunContext, pd: PartitionDay, given: PartitionDay, requests: list) -> set[int]:
+def noted(ctx: RunContext, pd: PartitionDay, given: PartitionDay, requests: list,
+          unnamed: Callable[[str], str] | None = None) -> set[int]:
     """Record the requests of one answer (positions in `given.lines`) as pending; returns their
-    positions (those messages are requests, not facts)."""
+    positions (those messages are requests, not facts). `unnamed`: applied to each request's
+    text (the day's erased names, stages/erased.py `ErasedNames.scrubber`)."""
     if not requests:
         return set()
     rows = []
-    erased = ctx.erased()  # an erased user's name, as in the day's summaries (stages/erased.py)
-    scrub = erased.reaches(pd.partition, (ln.ts for ln in pd.lines))
     for r in requests:
         line = given.lines[r.position]
-        text = None if r.refused else erased.scrub(pd.partition, r.text) if scrub else r.text
+        text = None if r.refused else r.text if unnamed is None else unnamed(r.text)
         rows.append({"channel_id": line.channel_id, "message_id": line.message_id, "user_id": r.user_id,
                      "partition": pd.partition, "day": pd.day, "ts": line.ts, "kind": r.kind,
                      "text": text, "reason": r.refused, "detected_at": ctx.now()})

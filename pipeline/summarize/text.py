@@ -19,7 +19,7 @@ yes yeah ok okay lol haha hey hi hello thanks thank oh um uh gonna wanna got get
 _KNOWN_LABELS = re.compile(r"^((?:(?:Facts|Today(?:, \d{4}-\d{2}-\d{2})?|Past week(?: \([^)]*\))?|"
                            r"\d{4}-\d{2}-\d{2}(?:–\d{4}-\d{2}-\d{2})?)(?: \[[^\]\n]{1,40}\])?:\s+)+)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+|\s+·\s+")
-_TOKEN = re.compile(r"[\w']+", re.UNICODE)
+WORD = re.compile(r"[\w']+", re.UNICODE)  # a word as `tokens` finds it
 _SPACE = re.compile(r"\s+")
 
 
@@ -40,7 +40,7 @@ def sentences(text: str) -> list[str]:
 def tokens(text: str) -> list[str]:
     """Lower-case words; a possessive "'s" is dropped so "Ana's" is the word "ana"."""
     out = []
-    for t in _TOKEN.findall(text):
+    for t in WORD.findall(text):
         t = t.lower().replace("’", "'")
         out.append(t[:-2] if t.endswith("'s") and len(t) > 2 else t)
     return out

@@ -1,18 +1,20 @@
 """An erased user's name typed as plain text in other members' chat (pipeline/stages/erased.py),
 on SQLite and PostgreSQL: the next runs read it as "someone" in what was posted before the erase
 — whatever the (scripted) model answers — and keep it in what was posted after; erased_names
-holds keyed hashes, never the name."""
+holds hashes, never the name."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 import sqlalchemy as sa
 
 from pipeline.controls import OPERATOR, erase
 from pipeline.ingest import ingest_messages
+from pipeline.memory.requests import Request
 from pipeline.stages.erased import PLACEHOLDER, name_word_keys
-from tests.integration.test_memory import ANA, BO, D1, GENERAL, UTC, msg, said
+from tests.integration.test_memory import ANA, BO, D1, GENERAL, UTC, Proposing, msg, run, said
 from tests.integration.test_memory_attacks import CY, all_text, run_with
 
 D2 = D1 + dt.timedelta(days=1)
@@ -64,15 +66,23 @@ def test_erased_names_keeps_keys_of_significant_words_never_the_words(store, set
     assert name_word_keys(["Will", "J", "the", "Ana Will"]) == name_word_keys(["Ana"])
 
 
-def test_an_in_chat_request_naming_the_erased_user_is_applied_without_the_name(store, settings):
-    from pipeline.summarize import ExtractiveSummarizer
-    from tests.integration.test_memory import run
+class _Requesting(Proposing):
+    """A model that answers a "remember" message with a request naming Zephyrine, whatever the
+    message says (the day's input no longer does)."""
 
+    async def daily(self, pd):
+        out = await super().daily(pd)
+        asks = [Request(ln.user_id, i, "remember", "I play chess with Zephyrine every Friday")
+                for i, ln in enumerate(pd.lines) if "remember" in ln.text.lower()]
+        return dataclasses.replace(out, requests=asks)
+
+
+def test_an_in_chat_request_naming_the_erased_user_is_applied_without_the_name(store, settings):
     ingest_messages(store, [msg(1, GENERAL, CY, "hi, I'm new here", D1),
                             msg(2, GENERAL, ANA, "Remember that I play chess with Zephyrine every Friday.", D1, 13)],
                     settings)
     erase(store, settings, CY, requested_by=OPERATOR, clock=lambda: ERASED_AT)
-    run(store, settings, D1, summarizer=ExtractiveSummarizer(settings.summary))
+    run(store, settings, D1, summarizer=_Requesting(settings, lambda line: []))
     facts = [f["text"] for f in store.memory_facts(active_only=True)]
     assert any("chess with someone" in f for f in facts), facts  # the request was applied
     assert "zephyrine" not in all_text(store, skip=("chat_history",)).lower()
