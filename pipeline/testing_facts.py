@@ -8,7 +8,7 @@ import itertools
 from collections import Counter
 
 from .memory.dedup import reconcile
-from .store.facts import SCOPED, SCRUBBED, scrub_reach
+from .store.facts import RECONCILED, SCOPED, SCRUBBED, scrub_reach
 
 
 def _copy(row: dict) -> dict:
@@ -30,7 +30,8 @@ class InMemoryFacts:
         if not rows:
             return Counter()
         users = {r["user_id"] for r in rows}
-        existing = [_copy(r) for r in self.tables["memory_facts"].values()
+        # the columns the SQL store reads (store/facts.py RECONCILED): reconcile must need no other
+        existing = [{k: v for k, v in _copy(r).items() if k in RECONCILED} for r in self.tables["memory_facts"].values()
                     if r["user_id"] in users and r["status"] == "active"]
         plan = reconcile(existing, rows, same_fact)
         for row in plan.inserts:

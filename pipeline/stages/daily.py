@@ -306,7 +306,7 @@ def _store_outcome(ctx: RunContext, pd: PartitionDay, key: str, forgotten: Appli
     # every summary, also the running ones a fold keeps: a fact forgotten since applies to them too
     summaries = {uid: forgotten.scrub(text, uid, pd.speakers.get(uid, "")) for uid, text in summaries.items()}
     # an erased user's name, whatever the summarizer answers: out of summaries, facts and requests
-    unnamed = ctx.erased().scrubber(pd.partition, [ln.ts for ln in pd.lines])  # stages/erased.py
+    unnamed = ctx.erased().scrubber(pd.partition, (ln.ts for ln in pd.lines))  # stages/erased.py
     if unnamed is not None:
         summaries = {uid: unnamed(text) for uid, text in summaries.items()}
     degraded = outcome.degraded_reason is not None
