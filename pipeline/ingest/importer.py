@@ -24,7 +24,7 @@ from ..store import Store
 from .discord import discord_rows
 from .jsondoc import export_kind, load_json
 from .jsonl import read_jsonl
-from .model import DeletionIn, MessageIn, RowError, Skipped, Validator, parse_id
+from .model import DeletionIn, JsonlRow, MessageIn, RowError, Skipped, Validator, parse_id
 from .telegram import Found, TelegramOptions, telegram_rows
 from .writer import Progress, Writer
 
@@ -150,7 +150,7 @@ def import_files(
         for source, kind in plan:
             rows: Iterator[tuple[str, Any]]
             if kind == "jsonl":
-                rows = read_jsonl(source)
+                rows = read_jsonl(source, JsonlRow)
             else:  # a JSON export, read once
                 doc = load_json(source)
                 kind = _export_kind(doc, source, None if kind == "json" else kind)
@@ -223,6 +223,11 @@ def _export_kind(doc: Any, source: str, asked: str | None) -> str:
 
 
 def _validate(validator: Validator, raw: Any, source: str, where: str) -> MessageIn | DeletionIn:
+    if type(raw) is JsonlRow:
+        try:
+            return validator.typed(raw)
+        except RowError as exc:
+            raise InputError(source, where, str(exc)) from None
     if type(raw) is not dict and not isinstance(raw, Mapping):  # (an ABC check costs more than the row)
         raise InputError(source, where, f"expected a message (a mapping of fields), got {type(raw).__name__}")
     try:
