@@ -12,7 +12,7 @@ class InMemoryIngest:
     """Mixed into InMemoryStageStore (which provides tables, calls, _merge and _select)."""
 
     @_recorded
-    def write_messages(self, conn, rows) -> None:
+    def write_messages(self, conn, rows, stored=None) -> None:  # (stored: what the SQL store need not ask again)
         def newer_edit(old, new):  # by (channel, message id); never for another author
             newer = new["edited_ts"] is not None and (old["edited_ts"] is None or new["edited_ts"] > old["edited_ts"])
             return {"text": new["text"], "edited_ts": new["edited_ts"]} if newer and new["user_id"] == old["user_id"] else None

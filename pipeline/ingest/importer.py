@@ -23,6 +23,7 @@ from ..errors import InputError
 from ..store import Store
 from .discord import discord_rows
 from .jsondoc import export_kind, load_json
+from ..gc_thresholds import fewer_collections
 from .jsonl import read_jsonl
 from .model import DeletionIn, JsonlRow, MessageIn, RowError, Skipped, Validator, parse_id
 from .telegram import Found, TelegramOptions, telegram_rows
@@ -93,7 +94,7 @@ def ingest_messages(
     progress, clock: as for import_files."""
     report = IngestReport()
     validator = Validator()
-    with store.transaction() as conn:
+    with fewer_collections(), store.transaction() as conn:
         writer = Writer(store, conn, settings, report, progress, clock(), BATCH_SIZE)
         for n, raw in enumerate(rows, 1):
             report.read += 1
@@ -145,7 +146,7 @@ def import_files(
     report = IngestReport()
     validator = Validator()
     found = Found()  # what the Telegram exports held, checked against the options once all are read
-    with store.transaction() as conn:
+    with fewer_collections(), store.transaction() as conn:
         writer = Writer(store, conn, settings, report, progress, clock(), BATCH_SIZE)
         for source, kind in plan:
             rows: Iterator[tuple[str, Any]]

@@ -152,8 +152,9 @@ class Writer:
         """Write the batch of messages (after checking it against what is stored)."""
         if self.messages:
             self._check_stored()
-            self._count(self._check_stored_messages())
-            self.store.write_messages(self.conn, list(self.messages.values()))
+            stored = self._check_stored_messages()
+            self._count(stored)
+            self.store.write_messages(self.conn, list(self.messages.values()), stored.keys())
             # new messages only: a re-import (all unchanged) adds no index entry to save
             if self.deferred_indexes is None and self.report.new >= self.next_index_check:
                 self.next_index_check *= 2

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import operator
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Collection, Iterable, Protocol
 
 import msgspec
 import sqlalchemy as sa
@@ -55,7 +55,7 @@ class IngestStorage(Protocol):
     """What the importer uses (pipeline/ingest/writer.py)."""
 
     def transaction(self): ...
-    def write_messages(self, conn: Connection, rows: Rows) -> None: ...
+    def write_messages(self, conn: Connection, rows: Rows, stored: Collection[tuple[int, int]] | None = None) -> None: ...
     def write_members(self, conn: Connection, rows: Iterable[dict]) -> None: ...
     def write_channels(self, conn: Connection, rows: Iterable[dict]) -> None: ...
     def stored_channels(self, conn: Connection, channel_ids: Iterable[int]) -> dict[int, dict]: ...
@@ -65,9 +65,11 @@ class IngestStorage(Protocol):
 
 
 class IngestStore:
-    def write_messages(self, conn: Connection, rows: Rows) -> None:
+    def write_messages(self, conn: Connection, rows: Rows, stored: Collection[tuple[int, int]] | None = None) -> None:
         """Upsert a batch inside the caller's transaction. A row may leave out optional columns
-        (NULL); a naive timestamp fails as a StatementError, before anything is sent."""
+        (NULL); a naive timestamp fails as a StatementError, before anything is sent. `stored`:
+        the (channel id, message id) keys of the rows already stored, as `stored_messages` has just
+        read them in this transaction (PostgreSQL then does not ask again); None: asked here."""
         if not rows:
             return
         postgres = conn.dialect.name == "postgresql"
@@ -77,7 +79,7 @@ class IngestStore:
         except ValueError as exc:  # like SQLite's bind error: a StatementError (-> StoreError)
             raise sa.exc.StatementError(str(exc), sql, None, exc) from exc
         if postgres:
-            _pg_copy_messages(conn, records)
+            _pg_copy_messages(conn, records, stored)
         else:
             conn.exec_driver_sql(sql, records)
 
@@ -165,8 +167,10 @@ class IngestStore:
 # staging table lives as long as the transaction (ON COMMIT DROP; a rollback undoes its CREATE),
 # so whether it exists is asked of the database and never remembered in Python.
 
-def _pg_copy_messages(conn: Connection, records: list[tuple]) -> None:
-    stored = {(channel_id, message_id) for channel_id, message_id, *_ in _stored(conn, [(r[2], r[0]) for r in records])}
+def _pg_copy_messages(conn: Connection, records: list[tuple], known: Collection[tuple[int, int]] | None) -> None:
+    if known is None:
+        known = [(channel_id, message_id) for channel_id, message_id, *_ in _stored(conn, [(r[2], r[0]) for r in records])]
+    stored = set(known)
     new = [r for r in records if (r[2], r[0]) not in stored] if stored else records
     merge = [r for r in records if (r[2], r[0]) in stored] if stored else []
     if new and not _pg_copy(conn, "pg_copy_new", new, savepoint=True):

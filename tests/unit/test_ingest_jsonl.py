@@ -28,7 +28,7 @@ class RecordingStore:
         self.transactions += 1
         yield None
 
-    def write_messages(self, conn, rows):
+    def write_messages(self, conn, rows, stored=None):
         self.messages.extend(rows)
 
     def write_members(self, conn, rows):
