@@ -165,18 +165,8 @@ class Validator:
 
     def _message(self, raw: Mapping[str, Any]) -> MessageIn:
         # The checks of _MESSAGE, inlined: this runs once per row of every import.
-        get, ids = raw.get, self.ids
-        guild, channel, user = raw["guild_id"], raw["channel_id"], raw["user_id"]
-        # only text ids are remembered: 12.0 == 12 would let a float through a dict of ints
-        guild_id = None if guild is None else ids.get(guild) if type(guild) is str else None
-        if guild_id is None and guild is not None:
-            guild_id = self._remember(guild)
-        channel_id = ids.get(channel) if type(channel) is str else None
-        if channel_id is None:
-            channel_id = self._remember(channel)
-        user_id = ids.get(user) if type(user) is str else None
-        if user_id is None:
-            user_id = self._remember(user)
+        get = raw.get
+        guild_id, channel_id, user_id = self._ids(raw["guild_id"], raw["channel_id"], raw["user_id"])
         visibility, user_name, text = raw["visibility"], raw["user_name"], raw["text"]
         if visibility not in VISIBILITIES or type(user_name) is not str or type(text) is not str:
             raise ValueError("a field")
@@ -199,20 +189,10 @@ class Validator:
     def typed(self, row: JsonlRow) -> MessageIn | DeletionIn:
         """A decoded JSONL line as `__call__` reads the same line as a dict: the same checks, with
         those msgspec made already left out; any problem goes to the dict's slow pass."""
-        ids = self.ids
-        guild, channel, user = row.guild_id, row.channel_id, row.user_id
         try:
             if row.deleted:
                 raise ValueError("a deletion")
-            guild_id = None if guild is None else ids.get(guild) if type(guild) is str else None
-            if guild_id is None and guild is not None:
-                guild_id = self._remember(guild)
-            channel_id = ids.get(channel) if type(channel) is str else None
-            if channel_id is None:
-                channel_id = self._remember(channel)
-            user_id = ids.get(user) if type(user) is str else None
-            if user_id is None:
-                user_id = self._remember(user)
+            guild_id, channel_id, user_id = self._ids(row.guild_id, row.channel_id, row.user_id)
             reply, edited, channel_name = row.reply_to, row.edited_ts, row.channel_name
             if "\x00" in row.user_name or (channel_name is not None and "\x00" in channel_name):
                 raise ValueError("a NUL")
@@ -227,6 +207,21 @@ class Validator:
             return msg
         except Exception:
             return self(msgspec.structs.asdict(row))
+
+    def _ids(self, guild: Any, channel: Any, user: Any) -> tuple[int | None, int, int]:
+        """The row's guild (None stays None), channel and user ids; IdError for a bad one."""
+        ids = self.ids
+        # only text ids are remembered: 12.0 == 12 would let a float through a dict of ints
+        guild_id = None if guild is None else ids.get(guild) if type(guild) is str else None
+        if guild_id is None and guild is not None:
+            guild_id = self._remember(guild)
+        channel_id = ids.get(channel) if type(channel) is str else None
+        if channel_id is None:
+            channel_id = self._remember(channel)
+        user_id = ids.get(user) if type(user) is str else None
+        if user_id is None:
+            user_id = self._remember(user)
+        return guild_id, channel_id, user_id
 
     def _remember(self, value: Any) -> int:
         number = parse_id(value)
