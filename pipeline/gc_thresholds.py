@@ -1,9 +1,11 @@
 """Fewer cyclic garbage collections while a run or an import is under way.
 
-A run (and an import) holds its inputs in memory (millions of small dicts and tuples at 1M messages) and makes
+A run holds its inputs in memory (millions of small dicts and tuples at 1M messages) and makes
 millions more; the collector's default first threshold (700 allocations) then starts a collection
 so often that the scans of those live objects cost about a tenth of a cold replay (1.05M
 messages, SQLite: 232.6 s with the default, 213.5 s with this, the same as with collection off).
+An import makes a few dicts a row and keeps its id cache, members and channels: 300,000 messages
+into SQLite, 49.7k msgs/s with the default, 54.1k with this (means of 4 alternating runs).
 Our objects are rarely cyclic: reference counting frees them, and a collection every
 RUN_THRESHOLD allocations still bounds what cycles can hold.
 

@@ -20,10 +20,10 @@ import msgspec
 from ..clock import Clock, system_clock
 from ..config import Settings
 from ..errors import InputError
+from ..gc_thresholds import fewer_collections
 from ..store import Store
 from .discord import discord_rows
 from .jsondoc import export_kind, load_json
-from ..gc_thresholds import fewer_collections
 from .jsonl import read_jsonl
 from .model import DeletionIn, JsonlRow, MessageIn, RowError, Skipped, Validator, parse_id
 from .telegram import Found, TelegramOptions, telegram_rows

@@ -53,6 +53,7 @@ def read_jsonl(path: str | os.PathLike, typed: type | None = None) -> Iterator[t
 
 
 def _typed_or_dict(typed: Callable[[bytes], Any], plain: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
+    """A decoder giving the typed struct, or the dict when the line is JSON but not that struct."""
     def decode(raw: bytes) -> Any:
         try:
             return typed(raw)

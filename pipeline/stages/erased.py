@@ -7,10 +7,9 @@ member's and stays in chat_history. Without more, the next run that summarises s
 for each partition where the user had a name, a sha256 of each significant word of their names
 (`word_key`) and when (`erased_names`, sql/migrations/0016). The word itself is not stored; the
 hash has no secret key, so it hides the word from a reader of the table, not from someone who
-guesses it and hashes the guess. The daily
-stage then reads such a word as "someone" in that partition's messages posted before then —
-the summarizer never sees it — and in what the summarizer says of those partition-days
-(`scrubber`), whatever it answers.
+guesses it and hashes the guess. The daily stage then reads such a word as "someone" in that
+partition's messages posted before then — the summarizer never sees it — and in what the
+summarizer says of those partition-days (`scrubber`), whatever it answers.
 
 Not reached: messages posted after the erase (a name said later is new chat, not the erased
 user's data), and names made only of stop words ("Will") or of one letter, which would blank
