@@ -98,6 +98,8 @@ memory_items = sa.Table(
     *_optional(confidence=sa.Float, fact_id=Id), *_required(body=sa.Text),
 )
 SEARCH_INDEX = "memory_items"
+# the tables whose triggers write memory_items (and so the full-text index)
+SEARCH_SOURCES = frozenset({"memory_facts", "daily_summaries", "historical_summaries"})
 FTS_TABLE = "memory_items_fts"  # SQLite; its shadow tables are memory_items_fts_<data|idx|docsize|config>
 
 

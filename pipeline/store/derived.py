@@ -19,6 +19,7 @@ from ..db.tables import (channels, chat_history, daily_summaries, historical_sum
                          memory_profiles, metadata, partition_days)
 from ..calendar import HISTORY_DAYS
 from .base import Rows, chunks, insert_for
+from .bulk import insert_rows
 from .controls import dequeue_in
 from .facts import apply_fact_plan
 
@@ -284,8 +285,7 @@ class DerivedStore:
                 rows = [{"partition": record["partition"], "day": record["day"], "user_id": uid, "summary": text,
                          "input_hash": record["input_hash"], "degraded": record["degraded"], "created_at": now}
                         for record, summaries, now in dailies for uid, text in sorted(summaries.items())]
-                if rows:
-                    conn.execute(sa.insert(daily_summaries), rows)
+                insert_rows(conn, daily_summaries, rows)
                 self._upsert(conn, insert, partition_days, ("partition", "day"),
                              [{**record, "computed_at": now} for record, _s, now in dailies])
             # Each kind in key order (_upsert, _delete_keyed, touches): concurrent runs' batches
@@ -321,7 +321,8 @@ class DerivedStore:
     def _upsert(conn, insert, table, keys: tuple[str, ...], rows: Rows) -> None:
         """Rows in key order (the lock order of write_batch)."""
         rows = sorted(rows, key=operator.itemgetter(*keys))
-        conn.execute(_upsert_statement(conn.dialect.name, insert, table, keys, tuple(rows[0])), rows)
+        insert_rows(conn, table, rows, conflict_keys=keys,
+                    fallback=_upsert_statement(conn.dialect.name, insert, table, keys, tuple(rows[0])))
 
     # ------------------------------------------------------------------ retention
 

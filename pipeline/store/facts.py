@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from ..db.tables import daily_summaries, forgotten_facts, historical_summaries, memory_context, memory_facts, memory_profiles
 from ..memory.dedup import reconcile
 from .base import select_in
+from .bulk import insert_rows
 from .locks import lock_key
 
 FACT_WRITE_LOCK = lock_key("mempipe:memory_facts")
@@ -87,7 +88,7 @@ def apply_fact_plan(conn, rows: list[dict], same_fact: float) -> Counter:
             c.user_id.in_(ids), c.status == "active", sa.or_(c.partition.in_(partitions), c.level == "global")), users)]
     plan = reconcile(existing, rows, same_fact)
     if plan.inserts:
-        conn.execute(sa.insert(memory_facts), [{k: v for k, v in r.items() if k != "id"} for r in plan.inserts])
+        insert_rows(conn, memory_facts, [{k: v for k, v in r.items() if k != "id"} for r in plan.inserts])
     for fact_id, values in sorted(plan.updates.items()):
         conn.execute(sa.update(memory_facts).where(c.id == fact_id).values(values))
     return plan.counts

@@ -1,0 +1,144 @@
+"""Batches into the tables that feed the search index (pipeline/store/bulk.py): on SQLite one
+INSERT … SELECT FROM json_each stores exactly what executemany stores (values, SQLite's storage
+classes, upserts, errors), and it leaves the full-text index in few segments where executemany
+left one per row."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+import sqlalchemy as sa
+
+from pipeline.db.tables import daily_summaries, historical_summaries, memory_facts
+from pipeline.errors import StoreError
+from pipeline.store.bulk import insert_rows
+
+UTC = dt.timezone.utc
+TEXTS = ["plain", "it's \"quoted\" & <tagged>", "line\nbreak\ttab", "emoji 🎲 and café", "123", "null", '{"a": 1}',
+         "[1, 2]", "", "  spaced  ", "back\\slash", "x" * 3000]
+
+
+def _facts(n: int, *, user: int = 7, start: int = 0) -> list[dict]:
+    now = dt.datetime(2026, 11, 3, 4, 5, 6, 789012, tzinfo=UTC)
+    return [{"user_id": user + i % 3, "partition": f"guild:{10 + i % 2}", "level": "guild_public",
+             "category": "preference", "text": f"{TEXTS[i % len(TEXTS)]} {start + i}", "fact_key": None if i % 2 else "k",
+             "confidence": [0.5, 1.0, 0.0, 0.123456789][i % 4], "event_day": None if i % 3 else dt.date(2026, 11, 2),
+             "first_seen": dt.date(2026, 11, 1), "last_seen": dt.date(2026, 11, 3), "sources": '["m1", "m2"]',
+             "origin": "extracted", "status": "active", "superseded_on": None, "input_hash": "h" * 64,
+             "created_at": now, "updated_at": now + dt.timedelta(seconds=i)} for i in range(n)]
+
+
+def _dailies(n: int, day: dt.date = dt.date(2026, 11, 3)) -> list[dict]:
+    return [{"partition": "guild:10", "day": day, "user_id": 100 + i, "summary": TEXTS[i % len(TEXTS)],
+             "input_hash": "d" * 64, "degraded": bool(i % 2),
+             "created_at": dt.datetime(2026, 11, 4, 1, 0, i % 60, tzinfo=UTC)} for i in range(n)]
+
+
+def _stored(store, table) -> list[tuple]:
+    """Every row with each value's storage class (SQLite's typeof) where there is one."""
+    with store.engine.connect() as conn:
+        if store.engine.dialect.name == "sqlite":
+            cols = ", ".join(f'"{c}", typeof("{c}")' for c in table.c.keys())
+            return [tuple(r) for r in conn.exec_driver_sql(f"SELECT {cols} FROM {table.name} ORDER BY rowid")]
+        return [tuple(r) for r in conn.execute(sa.select(table).order_by(*table.primary_key.columns))]
+
+
+def _both_ways(store, table, rows, **kwargs):
+    with store.writing("bulk") as conn:
+        insert_rows(conn, table, rows, **kwargs)
+    bulk = _stored(store, table)
+    with store.writing("reset") as conn:
+        conn.execute(sa.delete(table))
+        if table is memory_facts and store.engine.dialect.name == "sqlite":
+            conn.exec_driver_sql("DELETE FROM sqlite_sequence WHERE name = 'memory_facts'")
+        elif table is memory_facts:
+            conn.exec_driver_sql("ALTER SEQUENCE memory_facts_id_seq RESTART WITH 1")
+    with store.writing("executemany") as conn:
+        conn.execute(kwargs.get("fallback", sa.insert(table)), rows)
+    return bulk, _stored(store, table)
+
+
+@pytest.mark.parametrize("table,make", [(memory_facts, _facts), (daily_summaries, _dailies)])
+def test_a_batch_stores_what_executemany_stores(store, table, make):
+    bulk, plain = _both_ways(store, table, make(40))
+    assert len(bulk) == 40 and bulk == plain
+
+
+def test_an_upsert_batch_updates_like_executemany(store):
+    from pipeline.store.base import insert_for
+    from pipeline.store.derived import _upsert_statement
+
+    keys = ("partition", "user_id", "day")
+
+    def rows(summary):
+        return [{"partition": "guild:10", "user_id": u, "day": dt.date(2026, 11, d), "summary": f"{summary} {u} {d}",
+                 "input_hash": summary * 64, "source_days": d - 1, "degraded": False,
+                 "created_at": dt.datetime(2026, 11, 8, tzinfo=UTC)} for u in (1, 2, 3) for d in (5, 6)]
+
+    with store.writing("first") as conn:
+        insert_rows(conn, historical_summaries, rows("a"))
+    with store.writing("again") as conn:
+        statement = _upsert_statement(conn.dialect.name, insert_for(conn), historical_summaries, keys, tuple(rows("b")[0]))
+        # a batch that repeats a key: the later row wins, as executemany's row-by-row upsert does
+        insert_rows(conn, historical_summaries, rows("b") + rows("c")[:1], conflict_keys=keys, fallback=statement)
+    got = {(r[0], r[1], str(r[2])): r[3] for r in
+           store.engine.connect().execute(sa.select(historical_summaries.c["partition", "user_id", "day", "summary"]))}
+    assert len(got) == 6
+    assert got[("guild:10", 1, "2026-11-05")] == "c 1 5"
+    assert got[("guild:10", 3, "2026-11-06")] == "b 3 6"
+
+
+def test_what_json_cannot_carry_is_bound_as_before(sqlite_store):
+    # a naive timestamp: the column type refuses it, the fallback executemany says so
+    rows = _dailies(3)
+    rows[1]["created_at"] = dt.datetime(2026, 11, 4)
+    with pytest.raises(StoreError, match="timezone-aware"):
+        with sqlite_store.writing("bulk") as conn:
+            insert_rows(conn, daily_summaries, rows)
+    # NaN cannot be JSON: executemany binds it, and SQLite's NOT NULL refuses it as before
+    facts = _facts(3)
+    facts[2]["confidence"] = float("nan")
+    with pytest.raises(StoreError):
+        with sqlite_store.writing("bulk") as conn:
+            insert_rows(conn, memory_facts, facts)
+    assert _stored(sqlite_store, daily_summaries) == [] and _stored(sqlite_store, memory_facts) == []
+
+
+def test_rows_of_different_shapes_fail_as_executemany_does(sqlite_store):
+    rows = _dailies(3)
+    del rows[2]["summary"]
+    with pytest.raises(StoreError):
+        with sqlite_store.writing("bulk") as conn:
+            insert_rows(conn, daily_summaries, rows)
+
+
+def _changes(store, write) -> int:
+    """Rows the connection wrote during `write` (sqlite3's total_changes: FTS5's shadow tables too)."""
+    with store.writing("count") as conn:
+        raw = conn.connection.driver_connection
+        before = raw.total_changes
+        write(conn)
+        return raw.total_changes - before
+
+
+def test_a_batch_writes_the_full_text_index_once(sqlite_store, tmp_path):
+    """Why the batch is one statement: executemany flushed FTS5's pending terms at every row's
+    statement savepoint, a new index segment (and its merges) per row. Counted in row writes: each
+    fact is 4 (the fact, its search item, the item's FTS5 docsize row, AUTOINCREMENT's counter);
+    what is left over is the full-text index's own segment and structure writes."""
+    from pipeline.store import Store
+
+    n = 400
+    bulk = _changes(sqlite_store, lambda conn: insert_rows(conn, memory_facts, _facts(n))) - 4 * n
+    other = Store.open(f"sqlite:///{tmp_path}/other.db", check_schema=False)
+    other.upgrade()
+    try:
+        per_row = _changes(other, lambda conn: conn.execute(sa.insert(memory_facts), _facts(n))) - 4 * n
+    finally:
+        other.close()
+    assert 0 <= bulk < n / 10 and per_row > n, (bulk, per_row)
+    with sqlite_store.engine.connect() as conn:  # and the index is whole: FTS5's own check
+        conn.exec_driver_sql("INSERT INTO memory_items_fts (memory_items_fts) VALUES ('integrity-check')")
+        found = conn.exec_driver_sql("SELECT count(*) FROM memory_items_fts WHERE memory_items_fts MATCH 'café'")
+        assert found.scalar() == sum("café" in f["text"] for f in _facts(n)) > 0
