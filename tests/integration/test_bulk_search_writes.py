@@ -24,7 +24,7 @@ def _facts(n: int, *, user: int = 7, start: int = 0) -> list[dict]:
     return [{"user_id": user + i % 3, "partition": f"guild:{10 + i % 2}", "level": "guild_public",
              "category": "preference", "text": f"{TEXTS[i % len(TEXTS)]} {start + i}", "fact_key": None if i % 2 else "k",
              "confidence": [0.5, 1.0, 0.0, 0.123456789][i % 4], "event_day": None if i % 3 else dt.date(2026, 11, 2),
-             "first_seen": dt.date(2026, 11, 1), "last_seen": dt.date(2026, 11, 3), "sources": '["m1", "m2"]',
+             "first_seen": dt.date(2026, 11, 1), "last_seen": dt.date(2026, 11, 3), "sources": ["m1", f"m{i}"],
              "origin": "extracted", "status": "active", "superseded_on": None, "input_hash": "h" * 64,
              "created_at": now, "updated_at": now + dt.timedelta(seconds=i)} for i in range(n)]
 
