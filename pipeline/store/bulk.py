@@ -47,18 +47,46 @@ def insert_rows(conn: Connection, table: sa.Table, rows: Sequence[dict], *,
     conn.execute(sa.insert(table) if fallback is None else fallback, list(rows))
 
 
+def delete_keyed(conn: Connection, table: sa.Table, keys: tuple[str, ...], values: Sequence[tuple]) -> bool:
+    """DELETE the rows whose `keys` columns are among `values` as one statement, where that is
+    what saves FTS5's flushes (SQLite, a source table, more than one key); False when the
+    caller's own statements must do it. The row-value IN (SELECT … FROM json_each) searches the
+    primary key for each key (EXPLAIN QUERY PLAN: SEARCH … USING COVERING INDEX)."""
+    if not (conn.dialect.name == "sqlite" and table.name in SEARCH_SOURCES and len(values) > 1):
+        return False
+    payload = _json_values(conn, table, keys, values)
+    if payload is None:
+        return False
+    shape = (table.name, keys, "delete")
+    if shape not in _STATEMENTS:
+        quote = sqlite.dialect().identifier_preparer.quote
+        picked = ", ".join(f"json_extract(value, '$[{i}]')" for i in range(len(keys)))
+        _STATEMENTS[shape] = sa.text(f"DELETE FROM {quote(table.name)} WHERE ({', '.join(quote(k) for k in keys)}) "
+                                     f"IN (SELECT {picked} FROM json_each(:rows))")
+    conn.execute(_STATEMENTS[shape], {"rows": payload})
+    return True
+
+
 def _json_rows(conn: Connection, table: sa.Table, rows: Sequence[dict]) -> str | None:
     columns = tuple(rows[0])
     if any(table.c[k].default is not None for k in table.c.keys() if k not in columns):
         return None  # a Python-side default only SQLAlchemy's own insert fills in
     if any(len(row) != len(columns) for row in rows):
         return None  # rows of different shapes: executemany says what is missing
+    try:
+        return _json_values(conn, table, columns, [[row[k] for k in columns] for row in rows])
+    except KeyError:
+        return None
+
+
+def _json_values(conn: Connection, table: sa.Table, columns: tuple[str, ...], rows: Sequence[Sequence]) -> str | None:
+    """`rows` (values in `columns` order) as bound, in one JSON text; None when JSON cannot carry them."""
     dialect = conn.dialect
     processors = [table.c[k].type.dialect_impl(dialect).bind_processor(dialect) for k in columns]
     try:
-        values = [[row[k] if p is None else p(row[k]) for k, p in zip(columns, processors)] for row in rows]
+        values = [[v if p is None else p(v) for v, p in zip(row, processors)] for row in rows]
         return json.dumps(values, ensure_ascii=False, allow_nan=False)
-    except Exception:  # noqa: BLE001 — executemany binds it again and raises its own error
+    except Exception:  # noqa: BLE001 — the statements of old bind it again and raise their own error
         return None
 
 

@@ -19,7 +19,7 @@ from ..db.tables import (channels, chat_history, daily_summaries, historical_sum
                          memory_profiles, metadata, partition_days)
 from ..calendar import HISTORY_DAYS
 from .base import Rows, chunks, insert_for
-from .bulk import insert_rows
+from .bulk import delete_keyed, insert_rows
 from .controls import dequeue_in
 from .facts import apply_fact_plan
 
@@ -84,9 +84,13 @@ def _upsert_statement(dialect: str, insert, table, keys: tuple[str, ...], column
 def _delete_keyed(conn, table, keys: tuple[str, ...], values: Iterable[tuple]) -> None:
     """DELETE the rows whose `keys` are among `values`: one statement per chunk of keys, not one
     per key (the search-index triggers still fire per deleted row). SQLite (3.40) scans the whole
-    table for a row-value IN of more than one value, so there it is one prepared statement run
-    for each key (executemany), which searches the primary key."""
+    table for a row-value IN list of more than one value, so there it is one prepared statement
+    run for each key (executemany), which searches the primary key, except for a table that feeds
+    the search index: one statement with the keys in JSON (store/bulk.py `delete_keyed`)."""
     if conn.dialect.name == "sqlite":
+        values = list(values)
+        if delete_keyed(conn, table, keys, values):  # one statement into the search index
+            return
         values = [dict(zip(keys, v)) for v in values]
         if values:
             conn.execute(sa.delete(table).where(*(table.c[k] == sa.bindparam(k, type_=table.c[k].type)

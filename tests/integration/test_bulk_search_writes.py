@@ -142,3 +142,53 @@ def test_a_batch_writes_the_full_text_index_once(sqlite_store, tmp_path):
         conn.exec_driver_sql("INSERT INTO memory_items_fts (memory_items_fts) VALUES ('integrity-check')")
         found = conn.exec_driver_sql("SELECT count(*) FROM memory_items_fts WHERE memory_items_fts MATCH 'café'")
         assert found.scalar() == sum("café" in f["text"] for f in _facts(n)) > 0
+
+
+def test_fact_updates_in_runs_of_the_same_columns_apply_each_change(store):
+    """apply_fact_plan's updates (store/facts.py update_facts): one executemany per run of
+    changes setting the same columns, each row getting its own values, superseded rows leaving
+    the search index."""
+    from pipeline.store.facts import update_facts
+
+    with store.writing("facts") as conn:
+        insert_rows(conn, memory_facts, _facts(12))
+    with store.engine.connect() as conn:
+        ids = [r[0] for r in conn.execute(sa.select(memory_facts.c.id).order_by(memory_facts.c.id))]
+    touch = lambda i: {"last_seen": dt.date(2026, 11, 5 + i % 3), "confidence": 0.9 - i / 100,  # noqa: E731
+                       "sources": ["m1", f"x{i}"], "updated_at": dt.datetime(2026, 11, 6, 0, i, tzinfo=UTC)}
+    retire = {"status": "superseded", "superseded_on": dt.date(2026, 11, 6)}
+    # shapes interleaved by id: touch, touch, retire, touch, retire+touch, …
+    changes = {fid: (retire if i % 4 == 2 else touch(i) | (retire if i % 4 == 3 else {})) for i, fid in enumerate(ids)}
+    with store.writing("update") as conn:
+        update_facts(conn, changes)
+    stored = {r["id"]: r for r in (dict(m) for m in store.engine.connect().execute(sa.select(memory_facts)).mappings())}
+    for fid, values in changes.items():
+        for k, v in values.items():
+            assert stored[fid][k] == v, (fid, k)
+    untouched = {k: v for k, v in _facts(12)[2].items() if k not in retire}
+    assert {k: stored[ids[2]][k] for k in ("text", "confidence", "last_seen")} == \
+        {k: untouched[k] for k in ("text", "confidence", "last_seen")}
+    with store.engine.connect() as conn:
+        items = {r[0]: r for r in conn.execute(sa.text("SELECT fact_id, day, confidence FROM memory_items"))}
+    active = [fid for fid, v in changes.items() if "status" not in v]
+    assert sorted(items) == sorted(active)
+    for fid in active:
+        assert str(items[fid][1]) == str(changes[fid]["last_seen"]) and items[fid][2] == changes[fid]["confidence"]
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_deleting_partition_days_removes_exactly_their_rows(store, n):
+    from pipeline.store.derived import _delete_keyed
+
+    days = [dt.date(2026, 11, d) for d in range(1, 6)]
+    with store.writing("dailies") as conn:
+        for day in days:
+            insert_rows(conn, daily_summaries, _dailies(4, day))
+    gone = [("guild:10", d) for d in days[:n]] + [("guild:99", days[0])]  # a key with no rows
+    with store.writing("delete") as conn:
+        _delete_keyed(conn, daily_summaries, ("partition", "day"), gone)
+    with store.engine.connect() as conn:
+        left = sorted({str(r[0]) for r in conn.execute(sa.select(daily_summaries.c.day))})
+        item_days = sorted({str(r[0]) for r in conn.execute(sa.text("SELECT day FROM memory_items WHERE kind = 'daily'"))})
+    assert left == [d.isoformat() for d in days[n:]]
+    assert item_days == left  # the search items went with them
