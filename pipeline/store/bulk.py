@@ -1,4 +1,5 @@
-"""Many rows into a table whose triggers feed the search index, as one statement on SQLite.
+"""Many rows into (or, by key, out of) a table whose triggers feed the search index, as one
+statement on SQLite.
 
 Why: FTS5 writes its pending terms out as a new index segment at every statement savepoint, and
 SQLite opens one for each row an executemany() steps through when the table has triggers (the
@@ -30,6 +31,12 @@ from sqlalchemy.engine import Connection
 from ..db.tables import SEARCH_SOURCES
 
 _STATEMENTS: dict[tuple, sa.TextClause] = {}
+_quote = sqlite.dialect().identifier_preparer.quote
+
+
+def _from_json(n: int) -> str:
+    """The n values of each row of the JSON array bound as :rows."""
+    return ", ".join(f"json_extract(value, '$[{i}]')" for i in range(n))
 
 
 def insert_rows(conn: Connection, table: sa.Table, rows: Sequence[dict], *,
@@ -59,10 +66,8 @@ def delete_keyed(conn: Connection, table: sa.Table, keys: tuple[str, ...], value
         return False
     shape = (table.name, keys, "delete")
     if shape not in _STATEMENTS:
-        quote = sqlite.dialect().identifier_preparer.quote
-        picked = ", ".join(f"json_extract(value, '$[{i}]')" for i in range(len(keys)))
-        _STATEMENTS[shape] = sa.text(f"DELETE FROM {quote(table.name)} WHERE ({', '.join(quote(k) for k in keys)}) "
-                                     f"IN (SELECT {picked} FROM json_each(:rows))")
+        _STATEMENTS[shape] = sa.text(f"DELETE FROM {_quote(table.name)} WHERE ({', '.join(map(_quote, keys))}) "
+                                     f"IN (SELECT {_from_json(len(keys))} FROM json_each(:rows))")
     conn.execute(_STATEMENTS[shape], {"rows": payload})
     return True
 
@@ -93,12 +98,10 @@ def _json_values(conn: Connection, table: sa.Table, columns: tuple[str, ...], ro
 def _statement(table: sa.Table, columns: tuple[str, ...], conflict_keys: tuple[str, ...]) -> sa.TextClause:
     shape = (table.name, columns, conflict_keys)
     if shape not in _STATEMENTS:
-        quote = sqlite.dialect().identifier_preparer.quote
-        names = ", ".join(quote(k) for k in columns)
-        values = ", ".join(f"json_extract(value, '$[{i}]')" for i in range(len(columns)))
-        sql = f"INSERT INTO {quote(table.name)} ({names}) SELECT {values} FROM json_each(:rows) WHERE true"
+        sql = (f"INSERT INTO {_quote(table.name)} ({', '.join(map(_quote, columns))}) "
+               f"SELECT {_from_json(len(columns))} FROM json_each(:rows) WHERE true")
         if conflict_keys:
-            updates = ", ".join(f"{quote(k)} = excluded.{quote(k)}" for k in columns if k not in conflict_keys)
-            sql += f" ON CONFLICT ({', '.join(quote(k) for k in conflict_keys)}) DO UPDATE SET {updates}"
+            updates = ", ".join(f"{_quote(k)} = excluded.{_quote(k)}" for k in columns if k not in conflict_keys)
+            sql += f" ON CONFLICT ({', '.join(map(_quote, conflict_keys))}) DO UPDATE SET {updates}"
         _STATEMENTS[shape] = sa.text(sql)
     return _STATEMENTS[shape]

@@ -50,18 +50,17 @@ def _both_ways(store, table, rows, **kwargs):
     bulk = _stored(store, table)
     with store.writing("reset") as conn:
         conn.execute(sa.delete(table))
-        if table is memory_facts and store.engine.dialect.name == "sqlite":
+        if table is memory_facts:
             conn.exec_driver_sql("DELETE FROM sqlite_sequence WHERE name = 'memory_facts'")
-        elif table is memory_facts:
-            conn.exec_driver_sql("ALTER SEQUENCE memory_facts_id_seq RESTART WITH 1")
     with store.writing("executemany") as conn:
         conn.execute(kwargs.get("fallback", sa.insert(table)), rows)
     return bulk, _stored(store, table)
 
 
 @pytest.mark.parametrize("table,make", [(memory_facts, _facts), (daily_summaries, _dailies)])
-def test_a_batch_stores_what_executemany_stores(store, table, make):
-    bulk, plain = _both_ways(store, table, make(40))
+def test_a_batch_stores_what_executemany_stores(sqlite_store, table, make):
+    # SQLite only: on PostgreSQL the batch is that executemany
+    bulk, plain = _both_ways(sqlite_store, table, make(40))
     assert len(bulk) == 40 and bulk == plain
 
 
