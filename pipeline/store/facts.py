@@ -21,8 +21,8 @@ from typing import Collection, Iterable, Protocol
 import sqlalchemy as sa
 
 from ..db.tables import daily_summaries, forgotten_facts, historical_summaries, memory_context, memory_facts, memory_profiles
-from ..memory.dedup import reconcile
-from .base import select_in
+from ..memory.dedup import group_of, reconcile
+from .base import chunks, select_in
 from .bulk import insert_rows
 from .locks import lock_key
 
@@ -79,19 +79,44 @@ def apply_fact_plan(conn, rows: list[dict], same_fact: float) -> Counter:
         return Counter()
     if conn.dialect.name == "postgresql":
         conn.execute(sa.select(sa.func.pg_advisory_xact_lock(FACT_WRITE_LOCK)))
-    c = memory_facts.c
-    users = sorted({r["user_id"] for r in rows})
-    # only the rows a new one can be compared with: its partition's, and the user's global ones
-    partitions = sorted({r["partition"] for r in rows})
-    columns = [c[k] for k in RECONCILED]
-    existing = [dict(zip(RECONCILED, r)) for r in select_in(
-        conn, lambda ids: sa.select(*columns).where(
-            c.user_id.in_(ids), c.status == "active", sa.or_(c.partition.in_(partitions), c.level == "global")), users)]
-    plan = reconcile(existing, rows, same_fact)
+    plan = reconcile(_comparable(conn, rows), rows, same_fact)
     if plan.inserts:
         insert_rows(conn, memory_facts, [{k: v for k, v in r.items() if k != "id"} for r in plan.inserts])
     update_facts(conn, plan.updates)
     return plan.counts
+
+
+# What a fact write compares new facts with (`_comparable`), built once: a model-backed run
+# writes facts once per partition-day, and building and compiling the statement each time cost
+# more than running it. Expanding IN lists, so any number of values uses the one statement.
+_READ = [memory_facts.c[k] for k in RECONCILED]
+_LOCAL_FACTS = sa.select(*_READ).where(
+    memory_facts.c.partition.in_(sa.bindparam("partitions", expanding=True)),
+    memory_facts.c.user_id.in_(sa.bindparam("users", expanding=True)),
+    memory_facts.c.level.in_(sa.bindparam("levels", expanding=True)),
+    memory_facts.c.status == "active")
+_GLOBAL_FACTS = sa.select(*_READ).where(
+    memory_facts.c.user_id.in_(sa.bindparam("users", expanding=True)),
+    memory_facts.c.level == "global", memory_facts.c.status == "active")
+
+
+def _comparable(conn, rows: list[dict]) -> list[dict]:
+    """The stored active facts `reconcile` compares these new ones with: those of their groups
+    (memory/dedup.py `group_of`: one user, one level, one partition below global), in id order.
+    A user's global facts are read only when one of their new facts is global. By (partition,
+    user): the index of migration 0018 finds exactly those rows."""
+    groups = {group_of(r) for r in rows}
+    local = [g for g in groups if g[1] != "global"]
+    found = []
+    if local:
+        partitions, levels = sorted({p for _u, _l, p in local}), sorted({level for _u, level, _p in local})
+        for users in chunks(u for u, _l, _p in local):
+            found += conn.execute(_LOCAL_FACTS, {"partitions": partitions, "users": users, "levels": levels})
+    for users in chunks(u for u, level, _p in groups if level == "global"):
+        found += conn.execute(_GLOBAL_FACTS, {"users": users})
+    # the SQL asks for partitions x users x levels: a combination no new fact has is left out here
+    return sorted((r for r in (dict(zip(RECONCILED, row)) for row in found) if group_of(r) in groups),
+                  key=lambda r: r["id"])
 
 
 def update_facts(conn, updates: dict[int, dict]) -> None:

@@ -1,0 +1,3 @@
+-- Nothing to do on SQLite: 0017 makes PostgreSQL's memory_items_pick_historical a PL/pgSQL
+-- function (see 0017_historical_pick_plpgsql.postgresql.sql); SQLite's search-index triggers are
+-- inline SQL, with no function to re-plan. This file keeps the versions without a gap.
