@@ -1,8 +1,9 @@
 """Facts, profiles and forgotten facts.
 
 Facts are written through `apply_facts`: the stored rows the new ones may be compared with are
-read (same user, level and partition: `_comparable`), the ADD / UPDATE / NOOP decisions made (pipeline/memory/dedup.py) and written in the same
-transaction — a nightly run's batch (DerivedStore.write_batch) or one `facts remember`. On
+read (same user, level and partition: `_comparable`), the ADD / UPDATE / NOOP decisions made
+(pipeline/memory/dedup.py) and written in the same transaction — a nightly run's batch
+(DerivedStore.write_batch) or one `facts remember`. On
 PostgreSQL, fact writes take a transaction-scoped advisory lock, so two runs never decide
 against the same stale rows.
 
