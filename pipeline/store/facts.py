@@ -3,9 +3,8 @@
 Facts are written through `apply_facts`: the stored rows the new ones may be compared with are
 read (same user, level and partition: `_comparable`), the ADD / UPDATE / NOOP decisions made
 (pipeline/memory/dedup.py) and written in the same transaction — a nightly run's batch
-(DerivedStore.write_batch) or one `facts remember`. On
-PostgreSQL, fact writes take a transaction-scoped advisory lock, so two runs never decide
-against the same stale rows.
+(DerivedStore.write_batch) or one `facts remember`. On PostgreSQL, fact writes take a
+transaction-scoped advisory lock, so two runs never decide against the same stale rows.
 
 Forgetting is one transaction: the forgotten fact is recorded, the fact rows that state it are
 deleted, and every stored summary, profile and context it applies to is scrubbed, so nothing can
@@ -89,10 +88,10 @@ def apply_fact_plan(conn, rows: list[dict], same_fact: float) -> Counter:
 
 # What a fact write compares new facts with (`_comparable`), built once: a model-backed run
 # writes facts once per partition-day, and building the statement and its cache key each time
-# was about a quarter of the read (py-spy, slice replay). Expanding IN lists: one statement.
+# was about a quarter of the read (py-spy, slice replay). Expanding IN lists: any length.
 _READ = [memory_facts.c[k] for k in RECONCILED]
-_LOCAL_FACTS = sa.select(*_READ).where(
-    memory_facts.c.partition.in_(sa.bindparam("partitions", expanding=True)),
+_PARTITION_FACTS = sa.select(*_READ).where(
+    memory_facts.c.partition == sa.bindparam("partition"),
     memory_facts.c.user_id.in_(sa.bindparam("users", expanding=True)),
     memory_facts.c.level.in_(sa.bindparam("levels", expanding=True)),
     memory_facts.c.status == "active")
@@ -104,18 +103,25 @@ _GLOBAL_FACTS = sa.select(*_READ).where(
 def _comparable(conn, rows: list[dict]) -> list[dict]:
     """The stored active facts `reconcile` compares these new ones with: those of their groups
     (memory/dedup.py `group_of`: one user, one level, one partition below global), in id order.
-    A user's global facts are read only when one of their new facts is global. By (partition,
-    user): the index of migration 0018 finds exactly those rows."""
+    One read per partition, of the users with a new fact there: the index of migration 0018 finds
+    exactly those rows. One statement for all of a batch's partitions and users made SQLite seek
+    every partition x user pair: for 150 partitions and their 475 users (sqlite3, a slice replay's
+    facts) 18 ms, against 14 ms for the user index and 5.3 ms read partition by partition. A
+    user's global facts are read only when one of their new facts is global."""
     groups = {group_of(r) for r in rows}
-    local = [g for g in groups if g[1] != "global"]
+    by_partition: dict[str, tuple[set, set]] = {}
+    for user, level, partition in groups:
+        if level != "global":
+            users, levels = by_partition.setdefault(partition, (set(), set()))
+            users.add(user)
+            levels.add(level)
     found = []
-    if local:
-        partitions, levels = sorted({p for _u, _l, p in local}), sorted({level for _u, level, _p in local})
-        for users in chunks(u for u, _l, _p in local):
-            found += conn.execute(_LOCAL_FACTS, {"partitions": partitions, "users": users, "levels": levels})
-    for users in chunks(u for u, level, _p in groups if level == "global"):
-        found += conn.execute(_GLOBAL_FACTS, {"users": users})
-    # the SQL asks for partitions x users x levels: a combination no new fact has is left out here
+    for partition, (users, levels) in sorted(by_partition.items()):
+        for chunk in chunks(users):
+            found += conn.execute(_PARTITION_FACTS, {"partition": partition, "users": chunk, "levels": sorted(levels)})
+    for chunk in chunks(u for u, level, _p in groups if level == "global"):
+        found += conn.execute(_GLOBAL_FACTS, {"users": chunk})
+    # a partition's users x its levels: a pair no new fact has is left out here
     return sorted((r for r in (dict(zip(RECONCILED, row)) for row in found) if group_of(r) in groups),
                   key=lambda r: r["id"])
 

@@ -74,6 +74,8 @@ def test_a_write_reads_only_the_groups_of_its_new_facts(store):
          _fact(2, "guild:11", "global", "d e f", 3)],
         # a level at one partition and another level at another: never the cross pairs
         [_fact(1, "guild:11", "guild_public", "p q", 3), _fact(1, "channel:20", "channel_restricted", "r s", 3)],
+        # two users, each in another partition (both have facts in both): never the other pairs
+        [_fact(1, "guild:10", "guild_public", "t u", 3), _fact(2, "guild:11", "guild_public", "v w", 3)],
     ]
     for new in cases:
         groups = {group_of(r) for r in new}
