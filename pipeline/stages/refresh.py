@@ -10,9 +10,11 @@
              context, a copy — takes no claim and is not read again: two runs that meet on it
              make the same row from the same inputs, and a claim, a re-read and a write of its
              own would cost more round trips than the compute; its write waits for the batch)
-  compute -> COMPUTED, or FAILED when the summarizer raised (counted, logged; the run goes on),
-             or DEFERRED when an answer comes from a batch job (gemini.batch; pipeline/llm/batch.py):
-             nothing written, not an error, counted as deferred; the run stops after this stage
+  compute -> COMPUTED once its row is written (stages/writes.py: with a model, a group commit
+             the item waits for, so a run waiting on the claim reads the row), or FAILED when
+             the summarizer raised (counted, logged; the run goes on), or DEFERRED when an
+             answer comes from a batch job (gemini.batch; pipeline/llm/batch.py): nothing
+             written, not an error, counted as deferred; the run stops after this stage
 """
 
 from __future__ import annotations
@@ -115,6 +117,7 @@ async def refresh_item(ctx: RunContext, item: Item, *, wait: bool = True) -> Ite
             ctx.stats.errors += 1
             log.warning("%s failed: %s", item.key, exc)
             return ItemStatus.FAILED
+        await ctx.writer.written()  # its row is stored before the claim goes (stages/writes.py: group commit)
         item_done(ctx.summarizer, batch_used)  # the batch answers it used: deleted when the night is done
         return ItemStatus.COMPUTED
     finally:
