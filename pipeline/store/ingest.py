@@ -2,7 +2,7 @@
 
 PostgreSQL takes a batch through binary COPY into a per-transaction staging table, then one
 INSERT … SELECT … ON CONFLICT (the named queries `pg_staging_*` in sql/queries.sql); SQLite
-takes one executemany upsert of plain tuples (`sqlite_messages_upsert`). Rows become tuples in
+takes one executemany upsert of plain tuples (`sqlite_messages_upsert`), ten rows a statement. Rows become tuples in
 table order once, here, with no per-value type processing: timestamps are checked aware and
 rendered once (UTC text for SQLite; psycopg sends datetimes as they are). The stored copies of a
 batch's messages are read with one statement per batch (`*_stored_messages`). Both: idempotent
@@ -15,6 +15,7 @@ importer refuses such a copy first; the upserts would leave the stored message a
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import operator
 from typing import Any, Collection, Iterable, Protocol
 
@@ -83,7 +84,7 @@ class IngestStore:
         if postgres:
             _pg_copy_messages(conn, records, stored)
         else:
-            conn.exec_driver_sql(sql, records)
+            _sqlite_upsert(conn, sql, records)
 
     def write_members(self, conn: Connection, rows: Iterable[dict[str, Any]]) -> None:
         rows = list(rows)
@@ -183,6 +184,30 @@ def _pg_copy_messages(conn: Connection, records: list[tuple], stored: Collection
             conn.exec_driver_sql(query("pg_staging_create"))
         _pg_copy(conn, "pg_staging_copy", merge, savepoint=False)
         conn.exec_driver_sql(query("pg_staging_upsert"))
+
+
+# SQLite binds and steps one row per execution of a statement; ten rows to a statement (one VALUES
+# list of ten) halve the binding overhead per row. 1,050,012 pre-built rows into a bare table in
+# /dev/shm: 5.1 s one row a statement, 3.3 s ten (plus 0.4 s to flatten them), 3.5 s fifty.
+_ROWS_PER_STATEMENT = 10
+_MANY_ROWS: dict[str, str] = {}
+
+
+def _sqlite_upsert(conn: Connection, sql: str, records: list[tuple]) -> None:
+    """The upsert `sql` (one row of placeholders; any other shape: a row at a time) over
+    `records`, ten rows a statement. SQLite upserts the rows of one VALUES list one after the
+    other, each seeing the ones before it (a key twice: the second updates the first), as
+    executemany did."""
+    k = _ROWS_PER_STATEMENT
+    if sql not in _MANY_ROWS:
+        values = "(" + ", ".join("?" * len(MESSAGE_COLUMNS)) + ")"
+        _MANY_ROWS[sql] = sql.replace(values, ", ".join([values] * k), 1) if values in sql else ""
+    whole = len(records) // k * k if _MANY_ROWS[sql] else 0
+    if whole:
+        flat = itertools.chain.from_iterable
+        conn.exec_driver_sql(_MANY_ROWS[sql], [tuple(flat(records[i:i + k])) for i in range(0, whole, k)])
+    if whole < len(records):
+        conn.exec_driver_sql(sql, records[whole:])
 
 
 def _stored(conn: Connection, keys: list[tuple[int, int]]):

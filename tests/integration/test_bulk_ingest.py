@@ -351,6 +351,35 @@ def test_a_database_error_in_a_batch_is_a_store_error_and_writes_nothing(store):
     assert store.count_messages() == 0
 
 
+def test_a_batch_stores_what_its_rows_written_one_at_a_time_store(store, sqlite_store):
+    """SQLite writes ten rows a statement (pipeline/store/ingest.py `_sqlite_upsert`), PostgreSQL
+    copies: either way a batch (each message once: the writer merges copies first) — new
+    messages, then newer and older edits of them, a copy by another author, rows past the last
+    whole ten — stores what its rows written one at a time into another database store."""
+    now = dt.datetime(2026, 11, 2, 18, 0, tzinfo=UTC)
+    later = now + dt.timedelta(hours=1)
+
+    def row(i: int, **changes) -> dict:
+        channel = CHANNELS[i % 3]
+        return {"message_id": FIRST_ID + i, "guild_id": channel[1], "channel_id": channel[0],
+                "visibility": channel[2], "partition": partition_for(channel[2], channel[1], channel[0]),
+                "user_id": USERS[i % 5][0], "text": f"message {i}", "ts": now + dt.timedelta(minutes=i),
+                "reply_to": None, "edited_ts": None, "ingested_at": now, "author_name": USERS[i % 5][1]} | changes
+
+    first = [row(i, edited_ts=now if i % 4 == 0 else None) for i in range(23)]
+    second = [row(i, text=f"edit of {i}", edited_ts=later) if i % 3 == 0 else row(i) for i in range(17, 40)]
+    second[3] = row(20, text="an older edit", edited_ts=now - dt.timedelta(minutes=1))  # than its stored one
+    second[2] = row(19, text="by someone else", user_id=USERS[0][0], edited_ts=later)  # not theirs: left alone
+    for target, batches in ((store, [first, second]), (sqlite_store, [[r] for r in first + second])):
+        for rows in batches:
+            with target.transaction() as conn:
+                target.write_messages(conn, rows)
+    assert normalized(store) == normalized(sqlite_store)
+    stored = texts(store)
+    assert len(stored) == 40 and [stored[FIRST_ID + i][0] for i in (17, 18, 19, 20, 21, 39)] == \
+        ["message 17", "edit of 18", "message 19", "message 20", "edit of 21", "edit of 39"]
+
+
 @pytest.mark.slow
 def test_postgresql_and_sqlite_store_the_same_rows(store, settings, tmp_path, db_kind, big_file, big_rows):
     if db_kind != "postgresql":
