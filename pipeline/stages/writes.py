@@ -9,13 +9,15 @@ runs at the first turn of the event loop that adds no item to it, so the items w
 in together (a batch job's answers, read back in one go; a burst of replies) share one
 transaction, and each item waits for it (`written`) before it lets go of its claim and its slot —
 so a group holds at most as many items as run at once, and never waits longer than FLUSH_AFTER_S
-or FLUSH_ITEMS. An answer that comes alone is written alone, a turn later. Slice of the large
-bench corpus, instant summarizer, per item (SQLite, /dev/shm): 1–2 items a transaction when the
-write ran at the next turn, 4 (gemini.concurrency) when it waits for a quiet one; the daily stage
-15.1–16.2 s -> 12.1 s. The items made without one (a rendered week or context, a copied row, a moved or removed one: most of a nightly run's) wait for the
-batch, as every item does with a cheap in-process summarizer: a crash loses only work that costs
-nothing to redo, and another run that meets such an item makes the same row (stages/refresh.py,
-`Item.free`).
+or FLUSH_ITEMS. An answer that comes alone is written alone, two turns later. (Slice of the large
+bench corpus, instant summarizer, per item, SQLite in /dev/shm: 1–2 items a transaction when the
+write ran at the next turn, 4 — gemini.concurrency — when it waits for a quiet one; the daily
+stage 15.1–16.2 s -> 12.1–13.4 s.)
+
+The items made without a call (a rendered week or context, a copied row, a moved or removed one:
+most of a nightly run's) wait for the batch, as every item does with a cheap in-process
+summarizer: a crash loses only work that costs nothing to redo, and another run that meets such
+an item makes the same row (stages/refresh.py, `Item.free`).
 
 Batches from concurrent runs (PostgreSQL) upsert overlapping rows: the store writes each kind in
 key order (store/derived.py write_batch), so two such transactions lock rows in the same order
