@@ -65,8 +65,8 @@ class Writer:
             self._write_soon()
 
     def _write_soon(self) -> None:
-        """Write at the event loop's next turn (with every item added until then); without a
-        running loop (a synchronous caller), now."""
+        """Write at the first turn of the event loop that adds no called item (`_write_due`),
+        with every item added until then; without a running loop (a synchronous caller), now."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
