@@ -4,7 +4,7 @@ accepted and ignored: the in-memory transaction already makes an import all or n
 
 from __future__ import annotations
 
-from .store.ingest import MESSAGE_IDENTITY
+from .store.ingest import MESSAGE_COLUMNS, MESSAGE_IDENTITY
 from .testing_records import _out, _recorded
 
 
@@ -17,6 +17,9 @@ class InMemoryIngest:
             newer = new["edited_ts"] is not None and (old["edited_ts"] is None or new["edited_ts"] > old["edited_ts"])
             return {"text": new["text"], "edited_ts": new["edited_ts"]} if newer and new["user_id"] == old["user_id"] else None
         self._merge("chat_history", rows, newer_edit)
+
+    def write_message_records(self, conn, records, stored) -> None:  # the importer's ready rows (datetimes here)
+        self.write_messages(conn, [dict(zip(MESSAGE_COLUMNS, record)) for record in records], stored)
 
     @_recorded
     def write_members(self, conn, rows) -> None:

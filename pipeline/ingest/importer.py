@@ -1,5 +1,5 @@
-"""The entry points every importer shares: read, validate (pipeline/ingest/model.py), write in
-batches (pipeline/ingest/writer.py) — in one transaction.
+"""The entry points every importer shares: read, validate (pipeline/ingest/model.py), make
+batches (pipeline/ingest/batches.py), write them (pipeline/ingest/writer.py) — in one transaction.
 
 A deletion row (`"deleted": true`, pipeline/ingest/deletion.py) deletes instead, in input order
 relative to the other rows. Any bad row aborts the whole import: nothing is written, and the
@@ -95,14 +95,14 @@ def ingest_messages(
     report = IngestReport()
     validator = Validator()
     with fewer_collections(), store.transaction() as conn:
-        writer = Writer(store, conn, settings, report, progress, clock(), BATCH_SIZE)
+        batches = Writer(store, conn, settings, report, progress, clock(), BATCH_SIZE).builder()
         for n, raw in enumerate(rows, 1):
             report.read += 1
             where = _python_where(raw, n)
             if isinstance(raw, (MessageIn, DeletionIn)):  # built in Python, so not validated yet
                 raw = msgspec.structs.asdict(raw)
-            writer.take(_validate(validator, raw, source, where), source, where)
-        writer.finish()
+            batches.take(_validate(validator, raw, source, where), source, where)
+        batches.finish()
     return report
 
 
@@ -147,7 +147,7 @@ def import_files(
     validator = Validator()
     found = Found()  # what the Telegram exports held, checked against the options once all are read
     with fewer_collections(), store.transaction() as conn:
-        writer = Writer(store, conn, settings, report, progress, clock(), BATCH_SIZE)
+        batches = Writer(store, conn, settings, report, progress, clock(), BATCH_SIZE).builder()
         for source, kind in plan:
             rows: Iterator[tuple[str, Any]]
             if kind == "jsonl":
@@ -165,9 +165,9 @@ def import_files(
                     if type(raw) is Skipped:
                         report.skip(raw)
                         continue
-                    writer.take(_validate(validator, raw, source, where), source, where)
+                    batches.take(_validate(validator, raw, source, where), source, where)
         report.warnings += found.check(telegram)  # an unmatched --restricted-chat: InputError, nothing written
-        writer.finish()
+        batches.finish()
     return report
 
 

@@ -59,6 +59,7 @@ class IngestStorage(Protocol):
 
     def transaction(self): ...
     def write_messages(self, conn: Connection, rows: Rows, stored: Collection[tuple[int, int]] | None = None) -> None: ...
+    def write_message_records(self, conn: Connection, records: list[tuple], stored: Collection[tuple[int, int]]) -> None: ...
     def write_members(self, conn: Connection, rows: Iterable[dict]) -> None: ...
     def write_channels(self, conn: Connection, rows: Iterable[dict]) -> None: ...
     def stored_channels(self, conn: Connection, channel_ids: Iterable[int]) -> dict[int, dict]: ...
@@ -86,6 +87,17 @@ class IngestStore:
             _pg_copy_messages(conn, records, stored)
         else:
             _sqlite_upsert(conn, sql, records)
+
+    def write_message_records(self, conn: Connection, records: list[tuple], stored: Collection[tuple[int, int]]) -> None:
+        """write_messages of rows the importer has made ready (pipeline/ingest/batches.py): values
+        in chat_history's column order, every column there, times in UTC — on SQLite as its stored
+        text, on PostgreSQL aware datetimes. Nothing is converted or checked again here."""
+        if not records:
+            return
+        if conn.dialect.name == "postgresql":
+            _pg_copy_messages(conn, records, stored)
+        else:
+            _sqlite_upsert(conn, query("sqlite_messages_upsert"), records)
 
     def write_members(self, conn: Connection, rows: Iterable[dict[str, Any]]) -> None:
         rows = list(rows)

@@ -13,6 +13,7 @@ from pipeline.config import load_settings
 from pipeline.errors import InputError
 from pipeline.ingest import IngestReport, detect_format, import_files, ingest_messages
 from pipeline.ingest.jsonl import read_jsonl
+from pipeline.store.ingest import MESSAGE_COLUMNS
 
 UTC = dt.timezone.utc
 
@@ -28,8 +29,8 @@ class RecordingStore:
         self.transactions += 1
         yield None
 
-    def write_messages(self, conn, rows, stored=None):
-        self.messages.extend(rows)
+    def write_message_records(self, conn, records, stored):
+        self.messages.extend(dict(zip(MESSAGE_COLUMNS, record)) for record in records)
 
     def write_members(self, conn, rows):
         self.members.extend(rows)
