@@ -27,6 +27,7 @@ from .jsondoc import export_kind, load_json
 from .jsonl import read_jsonl
 from .model import DeletionIn, JsonlRow, MessageIn, RowError, Skipped, Validator, parse_id
 from .telegram import Found, TelegramOptions, telegram_rows
+from . import reader
 from .writer import Progress, Writer
 
 BATCH_SIZE = 5000
@@ -147,7 +148,13 @@ def import_files(
     validator = Validator()
     found = Found()  # what the Telegram exports held, checked against the options once all are read
     with fewer_collections(), store.transaction() as conn:
-        batches = Writer(store, conn, settings, report, progress, clock(), BATCH_SIZE).builder()
+        writer = Writer(store, conn, settings, report, progress, clock(), BATCH_SIZE)
+        if reader.wanted(plan):  # a large JSONL import: read and build in a second process
+            spec = reader.Spec([source for source, _kind in plan], settings.max_message_chars, writer.now,
+                               BATCH_SIZE, writer.text_times)
+            reader.read(spec, writer.apply, report, lambda: report.warnings.extend(found.check(telegram)))
+            return report
+        batches = writer.builder()
         for source, kind in plan:
             rows: Iterator[tuple[str, Any]]
             if kind == "jsonl":

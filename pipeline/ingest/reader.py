@@ -1,0 +1,174 @@
+"""A reader process for a large JSONL import: it decodes and validates the lines and builds the
+batches (pipeline/ingest/batches.py) while the importer's process writes the previous ones.
+
+Why a process: a large import is CPU-bound in Python on both sides — per line, decoding,
+validating and building the row; per batch, binding and writing it — and a thread would hold the
+same interpreter lock. Two processes overlap them (bench/sections/ingest.py measures it).
+
+The importer starts `python -m pipeline.ingest.reader`, sends it what to read (`Spec`, msgpack on
+its stdin) and reads back length-prefixed msgpack frames on its stdout, each a `Batch`,
+`Deletions`, `Finished` or `Failed` (the InputError of a bad row, in its place). Only the
+importer's process touches the database, in its one transaction, so nothing changes about what an
+import writes, counts or refuses: the same builder runs in either process. A reader that dies
+without `Finished` or `Failed` (killed, out of memory) fails the import with what it printed:
+never taken for the end of the input.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import queue
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import msgspec
+
+from ..errors import InputError, MempipeError
+from .batches import Batch, Deletions, Failed, Finished, Item
+
+# From this much JSONL on (all files of one import), a reader process pays: it starts in about
+# 0.3 s (bench/RESULTS.md, ingest), and ~100,000 messages take several seconds in one process.
+READER_AFTER_BYTES = 32 * 2 ** 20
+_HEADER = struct.Struct("<Q")  # a frame's length
+_QUEUED_FRAMES = 4  # frames read ahead of the importer (each one batch)
+
+
+class Spec(msgspec.Struct, array_like=True):
+    """What the reader reads and how it builds batches (BatchBuilder's settings)."""
+
+    paths: list[str]
+    max_chars: int
+    now: dt.datetime
+    batch_size: int
+    text_times: bool
+
+
+def wanted(plan: list[tuple[str, str]]) -> bool:
+    """Whether an import of `plan` ((path, kind) pairs) should read in a reader process: JSONL only,
+    READER_AFTER_BYTES or more, and a Python to start it with."""
+    if not sys.executable or any(kind != "jsonl" for _path, kind in plan):
+        return False
+    try:
+        return sum(os.path.getsize(path) for path, _kind in plan) >= READER_AFTER_BYTES
+    except OSError:  # a file that cannot be read: the importer's own error says so
+        return False
+
+
+def read(spec: Spec, apply: Callable[[Batch | Deletions | Finished], Any], report,
+         before_finish: Callable[[], Any] = lambda: None) -> None:
+    """Run a reader process over `spec` and hand its items to `apply` (the Writer) in order; the
+    counts it kept go into `report` when it finishes. InputError for a bad row, after the rows
+    before it are applied (as in one process); MempipeError when the reader fails."""
+    with _reader(spec) as items:
+        for item in items:
+            if type(item) is Failed:
+                raise InputError(item.source, item.where, item.what)
+            if type(item) is Finished:
+                report.read, report.cut, report.deletions = item.read, item.cut, item.deletions
+                for reason, n in item.skipped_by.items():
+                    report.skipped_by[reason] = report.skipped_by.get(reason, 0) + n
+                before_finish()
+            apply(item)
+
+
+@contextlib.contextmanager
+def _reader(spec: Spec) -> Iterator[Iterator[Item]]:
+    root = str(Path(__file__).resolve().parents[2])  # where `pipeline` is, whether installed or not
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH")))))
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen([sys.executable, "-m", "pipeline.ingest.reader"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=errors, env=env)
+        frames: queue.Queue = queue.Queue(maxsize=_QUEUED_FRAMES)
+        pump = threading.Thread(target=_pump, args=(proc.stdout, frames), name="mempipe-reader", daemon=True)
+        try:
+            try:
+                proc.stdin.write(msgspec.msgpack.encode(spec))
+                proc.stdin.close()
+            except BrokenPipeError:  # it died at once: reported below, with what it printed
+                pass
+            pump.start()
+            yield _items(frames, proc, errors)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            while pump.is_alive():  # let the pump see the end of the pipe (it may wait for room)
+                with contextlib.suppress(queue.Empty):
+                    frames.get(timeout=0.05)
+            proc.wait()
+            proc.stdout.close()
+
+
+def _pump(stdout, frames: queue.Queue) -> None:
+    """Read frames off the reader's stdout into `frames`; None at the end of the pipe."""
+    try:
+        while len(head := stdout.read(_HEADER.size)) == _HEADER.size:
+            (size,) = _HEADER.unpack(head)
+            payload = stdout.read(size)
+            if len(payload) < size:
+                break
+            frames.put(payload)
+    except (OSError, ValueError):  # (ValueError: the pipe closed under it, the import is over)
+        pass
+    frames.put(None)
+
+
+def _items(frames: queue.Queue, proc: subprocess.Popen, errors) -> Iterator[Item]:
+    decode = msgspec.msgpack.Decoder(Item).decode
+    while (payload := frames.get()) is not None:
+        item = decode(payload)
+        yield item
+        if type(item) in (Finished, Failed):
+            return
+    code = proc.wait()
+    errors.seek(0)
+    said = errors.read().decode("utf-8", "replace").strip().splitlines()[-5:]
+    raise MempipeError(f"the import's reader process ended before the end of the input (exit code {code})"
+                       + (": " + " | ".join(said) if said else "") + "; nothing was written")
+
+
+def main() -> int:
+    """The reader process: reads Spec on stdin, writes frames on stdout."""
+    from ..gc_thresholds import fewer_collections
+    from .importer import IngestReport, _validate
+    from .jsonl import read_jsonl
+    from .model import JsonlRow, Validator
+    from .batches import BatchBuilder
+
+    spec = msgspec.msgpack.decode(sys.stdin.buffer.read(), type=Spec)
+    out = sys.stdout.buffer
+    sys.stdout = sys.stderr  # the pipe carries frames only
+    encode = msgspec.msgpack.Encoder().encode
+
+    def emit(item: Item) -> None:
+        payload = encode(item)
+        out.write(_HEADER.pack(len(payload)))
+        out.write(payload)
+        out.flush()
+
+    report = IngestReport()
+    validator = Validator()
+    batches = BatchBuilder(emit, report, max_chars=spec.max_chars, now=spec.now, batch_size=spec.batch_size,
+                           text_times=spec.text_times)
+    try:
+        with fewer_collections():
+            for source in spec.paths:
+                for where, raw in read_jsonl(source, JsonlRow):
+                    report.read += 1
+                    batches.take(_validate(validator, raw, source, where), source, where)
+            batches.finish()
+    except InputError as exc:
+        emit(Failed(exc.source, exc.where, exc.what))
+    except BrokenPipeError:  # the importer stopped reading (it failed, or was stopped)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
