@@ -34,6 +34,13 @@ SELECT partition, user_id, display_name, seen_at FROM json_to_recordset(%(member
 ON CONFLICT (partition, user_id) DO UPDATE SET display_name = EXCLUDED.display_name, seen_at = EXCLUDED.seen_at
 WHERE EXCLUDED.seen_at >= members.seen_at;
 
+-- name: sqlite_members_upsert
+-- The import's members, one row of parameters each (an executemany of plain values: SQLAlchemy's
+-- per-row bind processing cost more than the statement); the latest name per (partition, user) wins.
+INSERT INTO members (partition, user_id, display_name, seen_at) VALUES (?, ?, ?, ?)
+ON CONFLICT (partition, user_id) DO UPDATE SET display_name = excluded.display_name, seen_at = excluded.seen_at
+WHERE excluded.seen_at >= members.seen_at;
+
 -- name: pg_copy_new
 -- Binary COPY of a batch's new messages (no key stored) straight into chat_history: COPY has no
 -- ON CONFLICT, so it runs under a savepoint and a concurrent writer's copy sends them to staging.

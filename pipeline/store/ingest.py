@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..db.queries import query
-from ..db.tables import channels, chat_history, members
+from ..db.tables import channels, chat_history
 from ..db.types import to_utc_text
 from .base import Rows, insert_for, select_in
 
@@ -104,11 +104,12 @@ class IngestStore:
         if rows and conn.dialect.name == "postgresql":  # one statement, not one per row
             conn.exec_driver_sql(query("pg_members_upsert"), {"members": _JSON.encode(rows).decode()})
         elif rows:
-            stmt = insert_for(conn)(members)
-            conn.execute(stmt.on_conflict_do_update(
-                index_elements=[members.c.partition, members.c.user_id],
-                set_={"display_name": stmt.excluded.display_name, "seen_at": stmt.excluded.seen_at},
-                where=stmt.excluded.seen_at >= members.c.seen_at), rows)
+            try:  # seen_at as SQLite stores it (UtcDateTime's text), all at once
+                seen = utc_texts([_utc(row["seen_at"], "seen_at") for row in rows])
+            except ValueError as exc:  # a naive time: a StatementError, as the table's type raises it
+                raise sa.exc.StatementError(str(exc), "sqlite_members_upsert", None, exc) from exc
+            conn.exec_driver_sql(query("sqlite_members_upsert"), [
+                (row["partition"], row["user_id"], row["display_name"], at) for row, at in zip(rows, seen)])
 
     def write_channels(self, conn: Connection, rows: Iterable[dict[str, Any]]) -> None:
         rows = list(rows)
