@@ -4,9 +4,11 @@ PostgreSQL copies a batch's new messages straight into chat_history (binary COPY
 others into a per-transaction staging table, then one INSERT … SELECT … ON CONFLICT (the named
 queries `pg_copy_new`, `pg_staging_*` in sql/queries.sql; see below); SQLite
 takes one executemany upsert of plain tuples (`sqlite_messages_upsert`), ten rows a statement.
-Rows become tuples in table order once, here, with no per-value type processing: timestamps are
-checked aware and rendered once (UTC text for SQLite; psycopg sends datetimes as they are). The
-stored copies of a batch's messages are read with one statement per batch (`*_stored_messages`).
+The importer's rows come ready (`write_message_records`: tuples in table order, made by
+pipeline/ingest/batches.py, SQLite's times already text); dicts given to `write_messages` become
+such tuples once, here, with no per-value type processing: timestamps are checked aware and
+rendered once (UTC text for SQLite; psycopg sends datetimes as they are). Members: one statement
+(PostgreSQL: a JSON array; SQLite: `sqlite_members_upsert` of plain values). The stored copies of a batch's messages are read with one statement per batch (`*_stored_messages`).
 Both: idempotent by (channel id, message id); a strictly newer edited_ts replaces text and
 edited_ts, nothing else changes (author_name keeps the name at the message's time), and never
 for another author (the importer refuses such a copy first; the upserts would leave the stored
