@@ -98,9 +98,9 @@ class BatchBuilder:
 
     def __init__(self, emit: Emit, report, *, max_chars: int, now: dt.datetime, batch_size: int, text_times: bool):
         self.emit, self.report = emit, report
-        self.max_chars, self.now, self.batch_size, self.text_times = max_chars, now, batch_size, text_times
+        self.max_chars, self.batch_size, self.text_times = max_chars, batch_size, text_times
         self.messages: dict[tuple[int, int], list[Any]] = {}  # by (channel id, message id)
-        self.origin: dict[tuple[int, int], tuple[str, str]] = {}  # where each was read: (source, where)
+        self.origin: dict[tuple[int, int], tuple[int, str]] = {}  # where each was read: (source number, where)
         self.copies: dict[tuple[int, int], list] = {}  # a message read more than once: each copy's edited_ts
         self.members: dict[tuple[str, int], tuple[str, dt.datetime]] = {}  # (partition, user) -> name, seen at
         self.channels: dict[int, dict[str, Any]] = {}

@@ -22,12 +22,13 @@ from ..config import Settings
 from ..errors import InputError
 from ..gc_thresholds import fewer_collections
 from ..store import Store
+from . import reader
+from .batches import BatchBuilder
 from .discord import discord_rows
 from .jsondoc import export_kind, load_json
 from .jsonl import read_jsonl
 from .model import DeletionIn, JsonlRow, MessageIn, RowError, Skipped, Validator, parse_id
 from .telegram import Found, TelegramOptions, telegram_rows
-from . import reader
 from .writer import Progress, Writer
 
 BATCH_SIZE = 5000
@@ -166,16 +167,24 @@ def import_files(
                     rows = telegram_rows(doc, source, telegram, found)
                 else:
                     rows = discord_rows(doc, source, visibility=visibility, include_bots=include_bots)
-            with contextlib.closing(rows):
-                for where, raw in rows:
-                    report.read += 1
-                    if type(raw) is Skipped:
-                        report.skip(raw)
-                        continue
-                    batches.take(_validate(validator, raw, source, where), source, where)
+            feed(batches, validator, report, rows, source)
         report.warnings += found.check(telegram)  # an unmatched --restricted-chat: InputError, nothing written
         batches.finish()
     return report
+
+
+def feed(batches: BatchBuilder, validator: Validator, report: IngestReport, rows: Iterator[tuple[str, Any]],
+         source: str) -> None:
+    """An importer's rows ((where, row or Skipped reason)), counted, validated and handed to the
+    batch builder in order; the rows' iterator is closed in the end. The reader process
+    (pipeline/ingest/reader.py) runs the same."""
+    with contextlib.closing(rows):
+        for where, raw in rows:
+            report.read += 1
+            if type(raw) is Skipped:
+                report.skip(raw)
+                continue
+            batches.take(_validate(validator, raw, source, where), source, where)
 
 
 def detect_format(path: str | os.PathLike) -> Format:

@@ -33,8 +33,11 @@ import msgspec
 from ..errors import InputError, MempipeError
 from .batches import Batch, Deletions, Failed, Finished, Item
 
-# From this much JSONL on (all files of one import), a reader process pays: it starts in about
-# 0.3 s (bench/RESULTS.md, ingest), and ~100,000 messages take several seconds in one process.
+# From this much JSONL on (all files of one import), a reader process pays. Starting one (Python,
+# then importing pipeline.ingest: 0.8 s of it is imports, pydantic settings and SQLAlchemy) took
+# 0.9-1.4 s here. import_files of the bench corpus's first lines into SQLite in /dev/shm, three
+# alternating runs each, in process vs reader: 100,000 lines (32 MiB) 3.1 / 3.7 / 2.3 vs
+# 2.7 / 3.1 / 2.4 s, about even; 300,000 lines 7.3 / 9.8 / 8.2 vs 7.0 / 6.3 / 6.9 s.
 READER_AFTER_BYTES = 32 * 2 ** 20
 _HEADER = struct.Struct("<Q")  # a frame's length
 _QUEUED_FRAMES = 4  # frames read ahead of the importer (each one batch)
@@ -86,6 +89,7 @@ def _reader(spec: Spec) -> Iterator[Iterator[Item]]:
         proc = subprocess.Popen([sys.executable, "-m", "pipeline.ingest.reader"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=errors, env=env)
         frames: queue.Queue = queue.Queue(maxsize=_QUEUED_FRAMES)
+        ended: list[bool] = []  # set when the last frame (Finished or Failed) was read
         pump = threading.Thread(target=_pump, args=(proc.stdout, frames), name="mempipe-reader", daemon=True)
         try:
             try:
@@ -94,9 +98,12 @@ def _reader(spec: Spec) -> Iterator[Iterator[Item]]:
             except BrokenPipeError:  # it died at once: reported below, with what it printed
                 pass
             pump.start()
-            yield _items(frames, proc, errors)
+            yield _items(frames, proc, errors, ended)
         finally:
-            if proc.poll() is None:
+            if ended:  # it has sent everything and is exiting on its own
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=5)
+            if proc.poll() is None:  # still reading: the import failed or was stopped here
                 proc.kill()
             while pump.is_alive():  # let the pump see the end of the pipe (it may wait for room)
                 with contextlib.suppress(queue.Empty):
@@ -119,12 +126,14 @@ def _pump(stdout, frames: queue.Queue) -> None:
     frames.put(None)
 
 
-def _items(frames: queue.Queue, proc: subprocess.Popen, errors) -> Iterator[Item]:
+def _items(frames: queue.Queue, proc: subprocess.Popen, errors, ended: list[bool]) -> Iterator[Item]:
     decode = msgspec.msgpack.Decoder(Item).decode
     while (payload := frames.get()) is not None:
         item = decode(payload)
-        yield item
         if type(item) in (Finished, Failed):
+            ended.append(True)
+        yield item
+        if ended:
             return
     code = proc.wait()
     errors.seek(0)
@@ -136,10 +145,10 @@ def _items(frames: queue.Queue, proc: subprocess.Popen, errors) -> Iterator[Item
 def main() -> int:
     """The reader process: reads Spec on stdin, writes frames on stdout."""
     from ..gc_thresholds import fewer_collections
-    from .importer import IngestReport, _validate
+    from .batches import BatchBuilder
+    from .importer import IngestReport, feed
     from .jsonl import read_jsonl
     from .model import JsonlRow, Validator
-    from .batches import BatchBuilder
 
     spec = msgspec.msgpack.decode(sys.stdin.buffer.read(), type=Spec)
     out = sys.stdout.buffer
@@ -159,9 +168,7 @@ def main() -> int:
     try:
         with fewer_collections():
             for source in spec.paths:
-                for where, raw in read_jsonl(source, JsonlRow):
-                    report.read += 1
-                    batches.take(_validate(validator, raw, source, where), source, where)
+                feed(batches, validator, report, read_jsonl(source, JsonlRow), source)
             batches.finish()
     except InputError as exc:
         emit(Failed(exc.source, exc.where, exc.what))

@@ -85,13 +85,11 @@ class IngestStore:
             records = _records(rows, not postgres)
         except ValueError as exc:  # like SQLite's bind error: a StatementError (-> StoreError)
             raise sa.exc.StatementError(str(exc), sql, None, exc) from exc
-        if postgres:
-            _pg_copy_messages(conn, records, stored)
-        else:
-            _sqlite_upsert(conn, sql, records)
+        self.write_message_records(conn, records, stored)
 
-    def write_message_records(self, conn: Connection, records: list[tuple], stored: Collection[tuple[int, int]]) -> None:
-        """write_messages of rows the importer has made ready (pipeline/ingest/batches.py): values
+    def write_message_records(self, conn: Connection, records: list[tuple],
+                              stored: Collection[tuple[int, int]] | None = None) -> None:
+        """write_messages of rows made ready (the importer's, pipeline/ingest/batches.py): values
         in chat_history's column order, every column there, times in UTC — on SQLite as its stored
         text, on PostgreSQL aware datetimes. Nothing is converted or checked again here."""
         if not records:

@@ -5,7 +5,6 @@ both databases, and a reader that dies must fail the import, never end it early.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import stat
 import subprocess
 import sys
@@ -26,15 +25,20 @@ NOW = fixed_clock(dt.datetime(2026, 11, 27, 12, 0, tzinfo=dt.timezone.utc))
 BATCH = 700  # small batches: copies, edits and conflicts fall in different batches
 
 
+procs: list[subprocess.Popen] = []
+
+
 @pytest.fixture
 def reader_runs(monkeypatch) -> list[list[str]]:
-    """Every import reads in a reader process; the commands started, as run."""
+    """Every import reads in a reader process; the commands started, as run (the processes: `procs`)."""
+    procs.clear()
     started: list[list[str]] = []
     real = subprocess.Popen
 
     def popen(args, **kwargs):
         started.append(list(args))
-        return real(args, **kwargs)
+        procs.append(real(args, **kwargs))
+        return procs[-1]
 
     monkeypatch.setattr(reader_module.subprocess, "Popen", popen)
     monkeypatch.setattr(reader_module, "READER_AFTER_BYTES", 0)
@@ -68,6 +72,7 @@ def test_an_import_read_in_a_reader_process_equals_one_read_in_process(store, sq
     steps: list[int] = []
     read_apart = import_files(store, files, settings, clock=NOW, progress=steps.append)
     assert len(reader_runs) == 1 and reader_runs[0][1:] == ["-m", "pipeline.ingest.reader"]
+    assert procs[0].returncode == 0  # it ended on its own once it had sent everything, not killed
 
     monkeypatch.setattr(reader_module, "READER_AFTER_BYTES", 10 ** 15)  # the same import, in one process
     in_process = import_files(sqlite_store, files, settings, clock=NOW)
@@ -96,7 +101,7 @@ def test_a_conflict_with_a_stored_message_is_named_by_its_line(store, settings, 
     lines = rows[BATCH:] + [stolen] + generate_rows(BATCH, seed=7, first_id=10 ** 15)
     with pytest.raises(InputError, match=rf"second\.jsonl: line {BATCH + 1}: .*in the database with another author"):
         import_files(store, write_jsonl(tmp_path / "second.jsonl", lines), settings)
-    assert store.count_messages() == BATCH
+    assert store.count_messages() == BATCH and len(reader_runs) == 2
 
 
 def _fake_python(tmp_path: Path, body: str) -> str:
@@ -123,4 +128,3 @@ def test_a_reader_cut_off_mid_import_is_never_the_end_of_the_input(store, settin
     with pytest.raises(MempipeError, match=r"ended before the end of the input \(exit code 0\)"):
         import_files(store, path, settings)
     assert store.count_messages() == 0
-    assert json.loads(path.read_text(encoding="utf-8").splitlines()[0])  # (the input itself was fine)
