@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psycopg
 
-from pipeline.ingest import import_files
+from pipeline.ingest import import_files, reader
 from pipeline.store import Store
 
 from .. import profiling
@@ -36,13 +36,19 @@ def _fresh(url: str) -> Store:
     return store
 
 
-def _pipeline_import(url: str, path: Path, settings) -> float:
+def _pipeline_import(url: str, path: Path, settings, *, one_process: bool = False) -> float:
+    """import_files of the corpus; one_process: without the reader process (pipeline/ingest/reader.py),
+    what the importer does below READER_AFTER_BYTES."""
     store = _fresh(url)
+    threshold = reader.READER_AFTER_BYTES
     try:
+        if one_process:
+            reader.READER_AFTER_BYTES = float("inf")
         t0 = time.perf_counter()
         import_files(store, [path], settings, fmt="jsonl")
         return time.perf_counter() - t0
     finally:
+        reader.READER_AFTER_BYTES = threshold
         store.close()
 
 
@@ -116,8 +122,10 @@ def run(env: Env) -> dict:
     path, settings = env.corpus_path, env.settings()
     reps = env.plan["ingest_reps"]
     res: dict = {"messages": n, "repetitions": reps, "sqlite": {}, "postgresql": None}
+    # the one-process import is measured beside it only when the import reads in a reader process
+    compare = reader.wanted([(str(path), "jsonl")])
 
-    times, raw_times, keyed_times = [], [], []
+    times, raw_times, keyed_times, alone_times = [], [], [], []
     for i in range(reps):
         with env.database("sqlite", "ingest-raw") as url:
             raw_times.append(_raw_sqlite(url, path))
@@ -125,18 +133,24 @@ def run(env: Env) -> dict:
             keyed_times.append(_raw_sqlite(url, path, table="chat_history"))
         with env.database("sqlite", "ingest") as url:
             times.append(_pipeline_import(url, path, settings))
-        log(f"ingest sqlite #{i + 1}: {n / times[-1]:,.0f} msgs/s, raw insert {n / raw_times[-1]:,.0f} "
-            f"(into chat_history {n / keyed_times[-1]:,.0f})")
+        if compare:
+            with env.database("sqlite", "ingest-one-process") as url:
+                alone_times.append(_pipeline_import(url, path, settings, one_process=True))
+        log(f"ingest sqlite #{i + 1}: {n / times[-1]:,.0f} msgs/s"
+            + (f" (in one process {n / alone_times[-1]:,.0f})" if compare else "") + ", "
+            f"raw insert {n / raw_times[-1]:,.0f} (into chat_history {n / keyed_times[-1]:,.0f})")
     best = min(times)
     res["sqlite"] = {"seconds": [round(t, 3) for t in times], "msgs_per_s": round(n / best),
                      "raw_seconds": [round(t, 3) for t in raw_times], "raw_msgs_per_s": round(n / min(raw_times)),
                      "ratio": round(min(raw_times) / best, 3),
                      "raw_table_seconds": [round(t, 3) for t in keyed_times],
+                     **({"one_process_seconds": [round(t, 3) for t in alone_times],
+                         "one_process_msgs_per_s": round(n / min(alone_times))} if compare else {}),
                      "raw_table_msgs_per_s": round(n / min(keyed_times))}
     res["sqlite"]["met"] = res["sqlite"]["msgs_per_s"] >= SQLITE_TARGET
 
     if env.pg_reason is None:
-        pipe, raw, raw_db, keyed = [], [], [], []
+        pipe, raw, raw_db, keyed, alone = [], [], [], [], []
         for i in range(reps):  # interleaved, each into its own fresh database
             with pg_database() as url:
                 raw.append(_raw_copy(url, path, from_file=True))
@@ -144,9 +158,13 @@ def run(env: Env) -> dict:
                 keyed.append(_raw_copy(url, path, from_file=True, table="chat_history"))
             with pg_database() as url:
                 pipe.append(_pipeline_import(url, path, settings))
+            if compare:
+                with pg_database() as url:
+                    alone.append(_pipeline_import(url, path, settings, one_process=True))
             with pg_database() as url:
                 raw_db.append(_raw_copy(url, path, from_file=False))
-            log(f"ingest postgresql #{i + 1}: pipeline {n / pipe[-1]:,.0f} msgs/s, raw COPY {n / raw[-1]:,.0f} "
+            log(f"ingest postgresql #{i + 1}: pipeline {n / pipe[-1]:,.0f} msgs/s"
+                + (f" (in one process {n / alone[-1]:,.0f})" if compare else "") + f", raw COPY {n / raw[-1]:,.0f} "
                 f"(into chat_history {n / keyed[-1]:,.0f}, COPY only {n / raw_db[-1]:,.0f})")
         ratio = min(raw) / min(pipe)
         res["postgresql"] = {
@@ -155,6 +173,8 @@ def run(env: Env) -> dict:
             "msgs_per_s": round(n / min(pipe)), "raw_copy_msgs_per_s": round(n / min(raw)),
             "copy_only_msgs_per_s": round(n / min(raw_db)),
             "raw_table_seconds": [round(t, 3) for t in keyed], "raw_table_msgs_per_s": round(n / min(keyed)),
+            **({"one_process_seconds": [round(t, 3) for t in alone], "one_process_msgs_per_s": round(n / min(alone))}
+               if compare else {}),
             "ratio": round(ratio, 3), "ratio_copy_only": round(min(raw_db) / min(pipe), 3), "met": ratio >= PG_TARGET,
         }
 
@@ -203,6 +223,12 @@ def render(res: dict) -> list[str]:
                 f"(the pipeline reaches {pg['ratio_copy_only']:.2f}× of that)."]
     else:
         out += ["", raw_note + "PostgreSQL: skipped (server not reachable)."]
+    alone = [f"{name} {r['one_process_msgs_per_s']:,} msgs/s (the reader process makes it "
+             f"{r['msgs_per_s'] / r['one_process_msgs_per_s']:.2f}× that)"
+             for name, r in (("SQLite", s), ("PostgreSQL", pg)) if r and "one_process_msgs_per_s" in r]
+    if alone:
+        out += ["", f"The same import in one process (no reader process, as below {reader.READER_AFTER_BYTES // 2 ** 20} "
+                f"MiB of JSONL; pipeline/ingest/reader.py): {'; '.join(alone)}."]
     keyed = [f"{name} {r['raw_table_msgs_per_s']:,} msgs/s ({r['raw_table_msgs_per_s'] / base:.2f}× the bare table)"
              for name, r, base in (("SQLite", s, s["raw_msgs_per_s"]), ("PostgreSQL", pg, pg and pg["raw_copy_msgs_per_s"]))
              if r and "raw_table_msgs_per_s" in r]
