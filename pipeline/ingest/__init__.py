@@ -12,11 +12,18 @@
 Each call is one transaction: a bad row writes nothing and raises InputError naming the file
 and the line or message id. Re-importing is idempotent by (channel, message id); a newer edit
 replaces the text, and a copy that changes anything else (author, time, reply) is refused.
+
+Its names load on first use (PEP 562): an import's reader process (`python -m
+pipeline.ingest.reader`) loads this package first and must not wait for the importer's database
+code.
 """
 
-from .deletion import delete_messages, parse_message_refs
-from .importer import BATCH_SIZE, IngestReport, detect_format, import_files, ingest_messages
-from .model import DeletionIn, MessageIn, RowError, parse_id, parse_timestamp, validate
+import importlib
+
+_FROM = {"delete_messages": "deletion", "parse_message_refs": "deletion", "BATCH_SIZE": "importer",
+         "IngestReport": "feed", "detect_format": "importer", "import_files": "importer",
+         "ingest_messages": "importer", "DeletionIn": "model", "MessageIn": "model", "RowError": "model",
+         "parse_id": "model", "parse_timestamp": "model", "validate": "model"}
 
 __all__ = [
     "BATCH_SIZE",
@@ -33,3 +40,15 @@ __all__ = [
     "parse_timestamp",
     "validate",
 ]
+
+
+def __getattr__(name: str):
+    if name not in _FROM:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_FROM[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_FROM))

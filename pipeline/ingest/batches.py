@@ -27,18 +27,16 @@ import msgspec
 
 from ..calendar import partition_for
 from ..errors import InputError
-from ..db.types import to_utc_text
-from ..store.ingest import MESSAGE_COLUMNS, utc_texts
+from ..utc_text import to_utc_text, utc_texts
 from .model import EMPTY, DeletionIn, MessageIn
 
 CUT_MARK = "…"
 NAME_CHARS = 64  # display names: a prompt shows many, and one may not crowd out the chat
 CHANNEL_NAME_CHARS = 100  # Discord's own limit
-# A batch's rows are lists in chat_history's column order (what the store writes as they are).
+# A batch's rows are lists in chat_history's column order (what the store writes as they are;
+# pipeline/ingest/writer.py checks the order against the table: this module loads no database code).
 RECORD_ORDER = ("message_id", "guild_id", "channel_id", "visibility", "partition", "user_id", "text", "ts",
                 "reply_to", "edited_ts", "ingested_at", "author_name")
-if RECORD_ORDER != MESSAGE_COLUMNS:  # a migration that adds or moves a column must come here too
-    raise RuntimeError(f"pipeline/ingest/batches.py builds rows as {RECORD_ORDER}, chat_history has {MESSAGE_COLUMNS}")
 MESSAGE_ID, CHANNEL_ID, USER_ID, TEXT, TS, REPLY_TO, EDITED_TS = 0, 2, 5, 6, 7, 8, 9
 # What a second copy of a message may not change (an edit changes text and edited_ts only), as said
 IDENTITY = ((USER_ID, "author"), (TS, "time"), (REPLY_TO, "reply"))
@@ -94,7 +92,7 @@ class BatchBuilder:
     """Takes validated messages and deletions in input order; emits a `Batch` every `batch_size`
     messages, `Deletions` in their place, and `Finished` from `finish()`. `report` counts read,
     skipped, cut and deletions (the importer's IngestReport). `text_times`: times as SQLite stores
-    them (UTC text, pipeline/db/types.py), else aware UTC datetimes."""
+    them (UTC text, pipeline/utc_text.py), else aware UTC datetimes."""
 
     def __init__(self, emit: Emit, report, *, max_chars: int, now: dt.datetime, batch_size: int, text_times: bool):
         self.emit, self.report = emit, report

@@ -8,11 +8,9 @@ InputError names the file (or "python") and the line or message id.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from collections.abc import Collection
-from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Literal, Mapping
 
 import msgspec
@@ -23,63 +21,18 @@ from ..errors import InputError
 from ..gc_thresholds import fewer_collections
 from ..store import Store
 from . import reader
-from .batches import BatchBuilder
 from .discord import discord_rows
 from .jsondoc import export_kind, load_json
 from .jsonl import read_jsonl
-from .model import DeletionIn, JsonlRow, MessageIn, RowError, Skipped, Validator, parse_id
+from .model import DeletionIn, JsonlRow, MessageIn, Validator, parse_id
 from .telegram import Found, TelegramOptions, telegram_rows
+from .feed import IngestReport, _validate, feed
 from .writer import Progress, Writer
 
 BATCH_SIZE = 5000
 Format = Literal["jsonl", "discord", "telegram"]
 FORMATS = ("jsonl", "discord", "telegram")
 _EXPORTERS = {"discord": "a DiscordChatExporter", "telegram": "a Telegram Desktop"}
-
-
-@dataclass
-class IngestReport:
-    """Counts of one import. They add up: read = new + edited + unchanged + skipped + deletions.
-
-    Per message row read: new — stored for the first time; edited — a newer edit (a later
-    edited_ts) replaced the stored text, or that of a copy read earlier in this import;
-    unchanged — a copy of a message already stored (or read earlier in this import) that changes
-    nothing. skipped_by: rows left out, by reason (`model.Skipped`: Discord's bot author and
-    system message, Telegram's service message, forwarded, bot's own message, …, and empty).
-    cut: texts longer than settings.max_message_chars, shortened (ending in "…"), not rejected
-    (they are among the counts above). deletions: rows with `"deleted": true`;
-    deleted: the stored messages they removed; not_found: deletion rows that matched no stored
-    message."""
-
-    read: int = 0
-    new: int = 0
-    edited: int = 0
-    unchanged: int = 0
-    skipped_by: dict[str, int] = field(default_factory=dict)
-    cut: int = 0
-    deletions: int = 0
-    deleted: int = 0
-    not_found: int = 0
-    warnings: list[str] = field(default_factory=list)  # e.g. a --bot-user-id in no chat of the import
-
-    @property
-    def written(self) -> int:
-        """Message rows that changed the database (new + edited)."""
-        return self.new + self.edited
-
-    @property
-    def skipped(self) -> int:
-        return sum(self.skipped_by.values())
-
-    def skip(self, reason: str) -> None:
-        self.skipped_by[reason] = self.skipped_by.get(reason, 0) + 1
-
-    def as_dict(self) -> dict:
-        """For `mempipe import --json`: every count, `skipped` (the total) and `skipped_by`."""
-        return {"read": self.read, "new": self.new, "edited": self.edited, "unchanged": self.unchanged,
-                "skipped": self.skipped, "skipped_by": dict(sorted(self.skipped_by.items())), "cut": self.cut,
-                "deletions": self.deletions, "deleted": self.deleted, "not_found": self.not_found} \
-            | ({"warnings": list(self.warnings)} if self.warnings else {})
 
 
 def ingest_messages(
@@ -173,20 +126,6 @@ def import_files(
     return report
 
 
-def feed(batches: BatchBuilder, validator: Validator, report: IngestReport, rows: Iterator[tuple[str, Any]],
-         source: str) -> None:
-    """An importer's rows ((where, row or Skipped reason)), counted, validated and handed to the
-    batch builder in order; the rows' iterator is closed in the end. The reader process
-    (pipeline/ingest/reader.py) runs the same."""
-    with contextlib.closing(rows):
-        for where, raw in rows:
-            report.read += 1
-            if type(raw) is Skipped:
-                report.skip(raw)
-                continue
-            batches.take(_validate(validator, raw, source, where), source, where)
-
-
 def detect_format(path: str | os.PathLike) -> Format:
     """jsonl, discord or telegram: by extension, else by the first line of the file; a JSON
     export by its top-level keys (the whole file is read)."""
@@ -237,20 +176,6 @@ def _export_kind(doc: Any, source: str, asked: str | None) -> str:
         raise InputError(source, "top level", f"{_EXPORTERS[kind]} export, not {_EXPORTERS[asked]} one: pass "
                                               f"--format {kind} (or leave --format out)")
     return asked or kind
-
-
-def _validate(validator: Validator, raw: Any, source: str, where: str) -> MessageIn | DeletionIn:
-    if type(raw) is JsonlRow:
-        try:
-            return validator.typed(raw)
-        except RowError as exc:
-            raise InputError(source, where, str(exc)) from None
-    if type(raw) is not dict and not isinstance(raw, Mapping):  # (an ABC check costs more than the row)
-        raise InputError(source, where, f"expected a message (a mapping of fields), got {type(raw).__name__}")
-    try:
-        return validator(raw)
-    except RowError as exc:
-        raise InputError(source, where, str(exc)) from None
 
 
 def _python_where(raw: Any, n: int) -> str:

@@ -33,12 +33,14 @@ import msgspec
 from ..errors import InputError, MempipeError
 from .batches import Batch, Deletions, Failed, Finished, Item
 
-# From this much JSONL on (all files of one import), a reader process pays. Starting one (Python,
-# then importing pipeline.ingest: 0.8 s of it is imports, pydantic settings and SQLAlchemy) took
-# 0.9-1.4 s here. import_files of the bench corpus's first lines into SQLite in /dev/shm, three
-# alternating runs each, in process vs reader: 100,000 lines (32 MiB) 3.1 / 3.7 / 2.3 vs
-# 2.7 / 3.1 / 2.4 s, about even; 300,000 lines 7.3 / 9.8 / 8.2 vs 7.0 / 6.3 / 6.9 s.
-READER_AFTER_BYTES = 32 * 2 ** 20
+# From this much JSONL on (all files of one import), a reader process pays. It starts in ~0.1 s
+# (Python, msgspec and the builder: pipeline/ingest/feed.py says why no database code). import_files
+# of the bench corpus's first lines, SQLite in /dev/shm / PostgreSQL, three (two) alternating runs,
+# in process vs reader: 10,000 lines (3 MiB) 0.17-0.18 vs 0.23-0.24 s on SQLite, 0.18 vs 0.22-0.23 s
+# on PostgreSQL; 30,000 lines (9 MiB) 0.43-0.44 vs 0.38-0.41 s, and 0.40-0.47 vs 0.43 s; 100,000
+# lines 1.34-1.41 vs 0.95-1.07 s on SQLite. (It was 32 MiB while the reader loaded SQLAlchemy and the
+# settings, 0.5 s more.)
+READER_AFTER_BYTES = 10 * 2 ** 20
 _HEADER = struct.Struct("<Q")  # a frame's length
 _QUEUED_FRAMES = 4  # frames read ahead of the importer (each one batch)
 
@@ -146,7 +148,7 @@ def main() -> int:
     """The reader process: reads Spec on stdin, writes frames on stdout."""
     from ..gc_thresholds import fewer_collections
     from .batches import BatchBuilder
-    from .importer import IngestReport, feed
+    from .feed import IngestReport, feed
     from .jsonl import read_jsonl
     from .model import JsonlRow, Validator
 

@@ -18,13 +18,15 @@ from sqlalchemy.engine import Connection
 from ..config import Settings
 from ..errors import InputError
 from ..store import Store
-from ..store.ingest import DEFER_INDEXES_AFTER
-from .batches import (CHANNEL_ID, EDITED_TS, IDENTITY, MESSAGE_ID, REPLY_TO, TS, USER_ID, Batch, BatchBuilder,
-                      Deletions, Finished, audience_text, conflict, newer_edit)
+from ..store.ingest import DEFER_INDEXES_AFTER, MESSAGE_COLUMNS
+from .batches import (CHANNEL_ID, EDITED_TS, IDENTITY, MESSAGE_ID, RECORD_ORDER, REPLY_TO, TS, USER_ID, Batch,
+                      BatchBuilder, Deletions, Finished, audience_text, conflict, newer_edit)
 from .deletion import delete_in
 from .model import DeletionIn
 
 Progress = Callable[[int], Any]
+if RECORD_ORDER != MESSAGE_COLUMNS:  # a migration that adds or moves a column must change the builder too
+    raise RuntimeError(f"pipeline/ingest/batches.py builds rows as {RECORD_ORDER}, chat_history has {MESSAGE_COLUMNS}")
 
 
 class Writer:

@@ -128,3 +128,18 @@ def test_a_reader_cut_off_mid_import_is_never_the_end_of_the_input(store, settin
     with pytest.raises(MempipeError, match=r"ended before the end of the input \(exit code 0\)"):
         import_files(store, path, settings)
     assert store.count_messages() == 0
+
+
+def test_the_reader_process_starts_without_the_database_code(store, settings, tmp_path, reader_runs, monkeypatch):
+    """It is the slower side of a large import: the half second that SQLAlchemy and the settings
+    took to load was time the importer waited for its first batch."""
+    path = write_jsonl(tmp_path / "rows.jsonl", generate_rows(BATCH + 5, seed=12))
+    loaded = tmp_path / "imports.txt"
+    real = f"'{sys.executable}' -X importtime -m pipeline.ingest.reader 2>'{loaded}'"
+    monkeypatch.setattr(reader_module.sys, "executable", _fake_python(tmp_path, real))
+    assert import_files(store, path, settings).new == BATCH + 5
+    modules = {line.rsplit("|", 1)[-1].strip() for line in loaded.read_text().splitlines() if "|" in line}
+    assert "pipeline.ingest.batches" in modules  # (the real reader ran, and this is what it loaded)
+    heavy = sorted(m for m in modules if m.split(".")[0] in ("sqlalchemy", "pydantic", "pydantic_settings", "psycopg")
+                   or m in ("pipeline.store", "pipeline.config", "pipeline.db"))
+    assert heavy == []
