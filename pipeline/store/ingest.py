@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import operator
+import os
 from typing import Any, Collection, Iterable, Protocol
 
 import msgspec
@@ -32,6 +33,7 @@ from ..utc_text import utc_texts
 from .base import Rows, insert_for, select_in
 
 UTC = dt.timezone.utc
+SORT_THREADS = 4  # SQLite's helper threads for an index build (restore_message_indexes)
 # From this many new messages on (then at each doubling), an import asks whether to build
 # chat_history's secondary indexes at its end instead of row by row (`defer_message_indexes`).
 # One batch: the rule pays at any size (the table is then at most twice the new rows, and a build
@@ -165,9 +167,18 @@ class IngestStore:
         return [sql for _name, sql in indexes]
 
     def restore_message_indexes(self, conn: Connection, statements: list[str]) -> None:
-        """Build the indexes `defer_message_indexes` dropped, from their own CREATE statements."""
-        for sql in statements:
-            conn.exec_driver_sql(sql)
+        """Build the indexes `defer_message_indexes` dropped, from their own CREATE statements,
+        with SQLite's sorter allowed helper threads (PRAGMA threads, one per CPU up to
+        SORT_THREADS; the connection's own setting back afterwards). The three indexes over 1.05M
+        messages, 2 CPUs, /dev/shm: 2.0-2.1 s without, 1.4 s with 2 threads (1.6-1.7 s with 1,
+        1.4-1.5 s with 4)."""
+        before = conn.exec_driver_sql("PRAGMA threads").scalar_one()
+        conn.exec_driver_sql(f"PRAGMA threads = {min(os.cpu_count() or 1, SORT_THREADS):d}")
+        try:
+            for sql in statements:
+                conn.exec_driver_sql(sql)
+        finally:
+            conn.exec_driver_sql(f"PRAGMA threads = {int(before):d}")
 
     def count_messages(self) -> int:
         with self.reading("counting messages") as conn:

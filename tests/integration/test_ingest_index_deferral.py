@@ -154,3 +154,19 @@ def test_postgresql_never_drops_an_index(store, tmp_path, settings, deferrals, d
     import_files(store, write_jsonl(tmp_path / "big.jsonl", rows(3 * THRESHOLD, 1190000000100000000)), settings)
     assert deferrals and all(answer is None for _written, answer in deferrals)
     assert indexes(store) == before and store.count_messages() == 3 * THRESHOLD
+
+
+def test_the_index_build_leaves_the_connection_as_it_found_it(sqlite_store, tmp_path, settings, deferrals, monkeypatch):
+    """It lets SQLite's sorter use helper threads (PRAGMA threads) for the build only: the pooled
+    connection goes back with its own setting."""
+    after = []
+    real = Store.restore_message_indexes
+
+    def watched(self, conn, statements):
+        before = conn.exec_driver_sql("PRAGMA threads").scalar_one()
+        real(self, conn, statements)
+        after.append((before, conn.exec_driver_sql("PRAGMA threads").scalar_one()))
+    monkeypatch.setattr(Store, "restore_message_indexes", watched)
+    import_files(sqlite_store, write_jsonl(tmp_path / "big.jsonl", rows(2 * THRESHOLD, 1190000000100000000)), settings)
+    assert after == [(0, 0)]
+    assert len(indexes(sqlite_store)) == 4
