@@ -135,8 +135,14 @@ def grounding(text: str, cited: list[str], subject_name: str = "") -> float:
     wanted = wanted_words(text, subject_name)
     if not wanted:
         return 0.0
+    # A word the cited lines hold as it is is found (its forms and theirs both hold it): the
+    # lines' forms, most of the cost, are made only for a word they do not hold as it is.
+    said = frozenset().union(*map(line_words, cited))
+    missing = [w for w in wanted if w not in said]
+    if not missing:
+        return 1.0
     found = frozenset().union(*map(line_forms, cited))
-    return sum(1 for w in wanted if forms_of(w) & found) / len(wanted)
+    return (len(wanted) - len(missing) + sum(1 for w in missing if forms_of(w) & found)) / len(wanted)
 
 
 # Pure, so cached: a day's lines are cited by many candidate facts, and chat repeats its words.

@@ -286,3 +286,32 @@ def test_normalise_fact_cuts_long_text_at_a_word():
     assert out.endswith("strawberries") and text.startswith(out)
     one_word = "x" * 400
     assert normalise_fact(one_word, "Ana") == "X" + "x" * 299
+
+
+def _share_by_forms(text: str, cited: list[str], subject: str = "") -> float:
+    """grounding as it is defined: every wanted word's forms against all forms of the lines."""
+    from pipeline.memory.validate import forms_of, line_forms, wanted_words
+
+    wanted = wanted_words(text, subject)
+    found = frozenset().union(*map(line_forms, cited))
+    return sum(1 for w in wanted if forms_of(w) & found) / len(wanted) if wanted else 0.0
+
+
+def test_grounding_finds_words_said_as_they_are_without_changing_any_share():
+    """grounding skips the lines' word forms when every wanted word is said as it is: the share is
+    the one the full comparison gives, for facts quoting the lines, restating them with other
+    forms of their words, and adding words they never said."""
+    import random
+
+    rng = random.Random(5)
+    lines = ["I played Hades all weekend and loved the runs", "my cats are studying the boxes",
+             "Ana's favourite games: Celeste, Hades; she plays daily", "running 5k tomorrow with Bo",
+             "Ünïcode café naïve résumé tried it", "we shipped the release on Friday"]
+    vocabulary = sorted({w for line in lines for w in line.replace(",", " ").replace(";", " ").split()}
+                        | {"plays", "play", "loves", "loving", "cat", "study", "studied", "box", "run", "ran",
+                           "ships", "shipping", "releases", "cafe", "resume", "tries", "piano", "Berlin"})
+    for _ in range(2000):
+        cited = rng.sample(lines, rng.randint(1, 2))
+        text = " ".join(rng.sample(vocabulary, rng.randint(1, 7)))
+        subject = rng.choice(["", "Ana", "Bo"])
+        assert grounding(text, cited, subject) == _share_by_forms(text, cited, subject), (text, cited, subject)
