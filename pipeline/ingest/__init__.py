@@ -25,21 +25,7 @@ _FROM = {"delete_messages": "deletion", "parse_message_refs": "deletion", "BATCH
          "ingest_messages": "importer", "DeletionIn": "model", "MessageIn": "model", "RowError": "model",
          "parse_id": "model", "parse_timestamp": "model", "validate": "model"}
 
-__all__ = [
-    "BATCH_SIZE",
-    "DeletionIn",
-    "IngestReport",
-    "MessageIn",
-    "RowError",
-    "delete_messages",
-    "detect_format",
-    "import_files",
-    "ingest_messages",
-    "parse_id",
-    "parse_message_refs",
-    "parse_timestamp",
-    "validate",
-]
+__all__ = sorted(_FROM)
 
 
 def __getattr__(name: str):

@@ -70,10 +70,12 @@ def feed(batches: BatchBuilder, validator: Validator, report: IngestReport, rows
             if type(raw) is Skipped:
                 report.skip(raw)
                 continue
-            batches.take(_validate(validator, raw, source, where), source, where)
+            batches.take(validated(validator, raw, source, where), source, where)
 
 
-def _validate(validator: Validator, raw: Any, source: str, where: str) -> MessageIn | DeletionIn:
+def validated(validator: Validator, raw: Any, source: str, where: str) -> MessageIn | DeletionIn:
+    """One row (a decoded JSONL line, or a mapping from an export or from Python) as MessageIn or
+    DeletionIn; InputError naming `where` when it is not one."""
     if type(raw) is JsonlRow:
         try:
             return validator.typed(raw)

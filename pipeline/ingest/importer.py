@@ -26,7 +26,7 @@ from .jsondoc import export_kind, load_json
 from .jsonl import read_jsonl
 from .model import DeletionIn, JsonlRow, MessageIn, Validator, parse_id
 from .telegram import Found, TelegramOptions, telegram_rows
-from .feed import IngestReport, _validate, feed
+from .feed import IngestReport, feed, validated
 from .writer import Progress, Writer
 
 BATCH_SIZE = 5000
@@ -56,7 +56,7 @@ def ingest_messages(
             where = _python_where(raw, n)
             if isinstance(raw, (MessageIn, DeletionIn)):  # built in Python, so not validated yet
                 raw = msgspec.structs.asdict(raw)
-            batches.take(_validate(validator, raw, source, where), source, where)
+            batches.take(validated(validator, raw, source, where), source, where)
         batches.finish()
     return report
 

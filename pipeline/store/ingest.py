@@ -299,5 +299,3 @@ def _utc(value: Any, name: str) -> dt.datetime:
     if not isinstance(value, dt.datetime) or value.utcoffset() is None:
         raise ValueError(f"timestamps must be timezone-aware datetimes, got {name}={value!r}")
     return value.astimezone(UTC)
-
-
