@@ -75,10 +75,12 @@ class Phases:
     def installed(self):
         import pipeline.runner as runner
 
-        names = [n for n in ("run_daily", "run_historical", "run_merges") if hasattr(runner, n)]
+        stage_of = {"run_dailies": "daily", "spread_dailies": "daily", "run_historicals": "historical",
+                    "run_merges": "merge", "spread_merges": "merge"}  # the runner's calls of each stage
+        names = [n for n in stage_of if hasattr(runner, n)]
         saved = {n: getattr(runner, n) for n in names}
         for n in names:
-            setattr(runner, n, self._wrap(n.removeprefix("run_").removesuffix("s"), saved[n]))
+            setattr(runner, n, self._wrap(stage_of[n], saved[n]))
         try:
             yield self
         finally:
@@ -101,6 +103,7 @@ def _settings(job):
 
     s = load_settings()
     s.timezones = Timezones(default="UTC", guilds={int(g): tz for g, tz in job["timezones"].items()})
+    s.processes = job.get("processes", 1)  # a cheap run's stages in several processes (pipeline/stages/processes.py)
     return s
 
 
@@ -126,6 +129,7 @@ async def _execute(store, settings, kind, first, last, clock_at, summarizer=None
     return {"summarizer_calls": run["summarizer_calls"], "status": run["status"], "by_operation": summarizer.calls,
             "partition_days": run["partition_days"], "cache_hits": run["cache_hits"],
             "contexts_written": ctx.stats.contexts_written,
+            "spread_peak_rss_mb": round(ctx.spread_peak_kb / 1024, 1),  # the stages' other processes, if any
             # the units a run's statements are counted per: partition-days, historical rows, contexts
             "items": ctx.stats.partition_days + ctx.stats.historical_computed + ctx.stats.historical_reused
             + ctx.stats.historical_rendered + ctx.stats.contexts_written}

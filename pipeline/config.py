@@ -293,6 +293,9 @@ class Settings(BaseSettings):
     # allowed on top of them under load.
     pool_size: int = Field(5, ge=1)
     pool_max_overflow: int = Field(10, ge=0)
+    # a run with the extractive summarizer shares each stage out to this many processes (0: one
+    # per CPU); a model's runs stay in one (pipeline/stages/processes.py)
+    processes: int = Field(1, ge=0, description="processes a run with the extractive summarizer uses (0: one per CPU)")
     timezones: Timezones = Field(default_factory=Timezones)
     summary: SummaryLengths = Field(default_factory=SummaryLengths)
     memory: MemorySettings = Field(default_factory=MemorySettings)

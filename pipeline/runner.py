@@ -26,11 +26,11 @@ from .errors import MempipeError
 from .gc_thresholds import fewer_collections
 from .llm.batch_jobs import finish_batch, start_batch
 from .safety import redact
+from .stage_loops import run_dailies, run_historicals, spread_dailies, spread_merges
 from .stages.context import RunContext
-from .stages.daily import _UNKNOWN as _UNREAD
-from .stages.daily import load_partition_days, run_daily
-from .stages.historical import run_historical
+from .stages.daily import run_daily
 from .stages.merge import Day1For, run_merges
+from .stages.processes import processes_for
 from .stages.refresh import ItemStatus
 from .stages.requests import apply_requests
 from .workers.dispatch import dispatcher_for
@@ -146,8 +146,10 @@ async def bring_up_to_date(ctx: RunContext, daily_days: list[dt.date] | None, as
     workers = dispatcher_for(ctx)  # pipeline/workers/: each stage's items as jobs (workers.enabled)
     if workers is not None:
         await workers.dailies(plan, advance)
+    elif (n := processes_for(ctx)) > 1:
+        await spread_dailies(ctx, n, plan, counted)
     else:
-        await _run_dailies(ctx, plan, counted)
+        await run_dailies(ctx, plan, counted)
     # A dry run writes nothing, so a later stage would read what the earlier ones did not make:
     # checked against the stored rows its items would look unchanged, or empty. Its estimate stops
     # after the first stage with an item to make ("estimated": the stages it covers).
@@ -170,9 +172,7 @@ async def bring_up_to_date(ctx: RunContext, daily_days: list[dt.date] | None, as
     if workers is not None:
         await workers.historicals(parts, day1, advance)
     else:
-        for p in parts:
-            await run_historical(ctx, p["partition"], p["guild_id"], day1(p["guild_id"]))
-            advance()
+        await run_historicals(ctx, processes_for(ctx), parts, day1, advance)
     if ctx.dry_run and ctx.stats.historical_items > ctx.stats.passed_unchanged - unchanged:
         counts["estimated"] = "historical"
         return counts
@@ -184,6 +184,8 @@ async def bring_up_to_date(ctx: RunContext, daily_days: list[dt.date] | None, as
         return (guild_id is None or guild == guild_id) and (only_guilds is None or only_guilds(guild))
     if workers is not None:
         await workers.merges(scopes, day1, in_run)
+    elif (n := processes_for(ctx)) > 1:
+        await spread_merges(ctx, n, scopes, day1, in_run)
     else:
         await run_merges(ctx, scopes, day1, in_run)
     return counts
@@ -213,70 +215,6 @@ def _queued(ctx: RunContext, parts: list[dict], guild_id: int | None,
             parts.append({"partition": q["partition"], "guild_id": guild})
         out.append(q)
     return out
-
-
-def _spans(days: list[dt.date]) -> list[list[dt.date]]:
-    """Days in runs without a gap of more than a week: a partition's messages are read per run, so
-    a queued day months back does not read every message since."""
-    spans: list[list[dt.date]] = []
-    for day in sorted(days):
-        if spans and (day - spans[-1][-1]).days <= HISTORY_DAYS + 1:
-            spans[-1].append(day)
-        else:
-            spans.append([day])
-    return spans
-
-
-async def _run_dailies(ctx: RunContext, plan: RunPlan, counted: Callable[[ItemStatus], None]) -> None:
-    """Partition-days run concurrently up to the configured cap: an LLM summarizer keeps several
-    requests in flight (its limiter keeps them inside the quota); each writes its own rows. A
-    partition's messages are read once, ahead of its days, and freed after its last day."""
-    loaded: dict[str, tuple[dict, dict, set]] = {}  # partition -> (partition-days, stored rows, emptied days)
-    loading = asyncio.Semaphore(4)  # partitions read ahead of the work, bounded for memory
-    remaining = {p: len(days) for p, days in plan.by_partition.items()}
-    busy: list[WorkItem] = []
-    done = (ItemStatus.COMPUTED, ItemStatus.CACHED, ItemStatus.EMPTY)
-
-    async def load(partition: str, guild: int | None) -> tuple[dict, dict, set]:
-        if partition not in loaded:
-            async with loading:
-                if partition not in loaded:
-                    pds, stored, emptied = {}, {}, set()
-                    for days in _spans(plan.by_partition[partition]):
-                        pds |= load_partition_days(ctx, partition, guild, days, emptied)
-                        stored |= ctx.store.partition_days_between(partition, min(days), max(days))
-                    loaded[partition] = (pds, stored, emptied)
-        return loaded[partition]
-
-    async def one(partition: str, guild: int | None, day: dt.date, wait: bool = False) -> None:
-        queued = (partition, day) in plan.queued
-        async with ctx.slot():
-            # First pass: skip what another run is computing right now (both runs then share the
-            # work); second pass: wait for those and find them done.
-            pds, stored, emptied = await load(partition, guild)
-            status = await run_daily(ctx, partition, guild, day, wait=wait, pd=pds.get(day),
-                                     stored=stored.get(day) if not wait else _UNREAD,
-                                     drop_if_empty=queued or day in emptied,
-                                     may_wait=plan.may_wait(partition, day))
-        if status is ItemStatus.BUSY:
-            busy.append((partition, guild, day))
-            return
-        if queued and status in done and not ctx.dry_run:
-            ctx.writer.queued_done(partition, day, plan.queued[(partition, day)], plan.day1[partition])
-        remaining[partition] -= 1
-        if not remaining[partition] and not wait:
-            loaded.pop(partition, None)  # done with this partition: free its messages
-        counted(status)
-
-    for items, wait in ((plan.work, False), (busy, True)):
-        tasks = [asyncio.ensure_future(one(*item, wait=wait)) for item in list(items)]
-        try:
-            await asyncio.gather(*tasks)
-        except BaseException:
-            for t in tasks:  # a store outage stops the run: cancel the rest, keep what is written
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
 
 
 @contextlib.asynccontextmanager

@@ -13,7 +13,7 @@ import datetime as dt
 import itertools
 import json
 import types
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any, Callable, Iterable, Iterator
 
 import sqlalchemy as sa
@@ -189,10 +189,12 @@ class InMemoryStageStore(InMemoryIngest, InMemoryFacts, InMemoryControls):
     def partitions_between(self, start, end, guild_id=None) -> list[dict]:
         start, end = _bind("chat_history", "ts", start), _bind("chat_history", "ts", end)
         guilds: dict[str, list[int]] = {}
+        counts: Counter = Counter()
         for m in self.tables["chat_history"].values():
             if start <= m["ts"] < end and (guild_id is None or m["guild_id"] == guild_id):
                 guilds.setdefault(m["partition"], []).extend([m["guild_id"]] if m["guild_id"] is not None else [])
-        return [{"partition": p, "guild_id": max(g) if g else None} for p, g in sorted(guilds.items())]
+                counts[m["partition"]] += 1
+        return [{"partition": p, "guild_id": max(g) if g else None, "messages": counts[p]} for p, g in sorted(guilds.items())]
 
     @_recorded
     def messages_between(self, partition, start, end) -> list[dict]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 
 from .. import expected
 from ..env import ROOT, Env, log, ordinal
@@ -75,6 +76,12 @@ def results(env: Env) -> dict:
         with env.database(db, "nightly-cheap") as url:
             out[db]["cold_cheap"] = run_child(base | {"kind": "replay", "db": db, "url": url, "cheap": True,
                                                       "cold_only": True}, ROOT)["cold"]
+        # and its stages shared out to one process per CPU (`processes`, pipeline/stages/processes.py)
+        if (cpus := os.cpu_count() or 1) > 1:
+            with env.database(db, "nightly-spread") as url:
+                out[db]["cold_spread"] = run_child(base | {"kind": "replay", "db": db, "url": url, "cheap": True,
+                                                           "processes": cpus, "cold_only": True}, ROOT)["cold"]
+                out[db]["cold_spread"]["processes"] = cpus
         cold = replay["cold"]
         # the targets are for the large corpus: a small run (CI) does not spend minutes profiling a miss
         missed = cold["wall_s"] >= WALL_TARGET_S or cold["peak_rss_mb"] >= PEAK_TARGET_MB

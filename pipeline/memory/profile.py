@@ -60,7 +60,15 @@ def _current(r: dict, as_of: dt.date) -> bool:
 
 
 def _priority(r: dict) -> tuple:
-    return (-r["confidence"], -r["last_seen"].toordinal(), -r["first_seen"].toordinal(), r["id"])
+    # ties go by what the fact says, not by its id: ids follow the order facts were written,
+    # which differs between runs whose stages share their work out (stages/processes.py)
+    return (-r["confidence"], -r["last_seen"].toordinal(), -r["first_seen"].toordinal(), *_content_order(r))
+
+
+def _content_order(r: dict) -> tuple:
+    """The last tie-break of two facts: the id only between two rows that say the same thing in
+    the same partition at the same level (which de-duplication does not store)."""
+    return r["text"], r["partition"], r["level"], r["id"]
 
 
 def _words(r: dict) -> int:
@@ -95,17 +103,19 @@ def profile_key(name: str, rows: list[dict], *, max_words: int, same_fact: float
 
 
 def _key_part(r: dict) -> tuple[tuple, str]:
-    """A fact's share of the profile key: its sort key and its canonical JSON (what input_hash
-    would render it as, inside the list of facts)."""
-    fields = (r["id"], r["text"], r["category"], r["confidence"], r.get("event_day"), r["last_seen"], r["first_seen"])
+    """A fact's share of the profile key: its fields and their canonical JSON (what input_hash
+    would render them as, inside the list of facts; the list is in the order of that text)."""
+    fields = (r["text"], r["category"], r["confidence"], r.get("event_day"), r["last_seen"], r["first_seen"],
+              r["partition"], r["level"])  # all the render reads (no id: _priority)
     return fields, canonical(fields)
 
 
 def _key(name: str, parts: list[tuple[tuple, str]], max_words: int, same_fact: float) -> str:
-    """input_hash("profile", template, name, max_words, same_fact, sorted(fact fields)), byte for
-    byte, from each fact's JSON rendered once (a user's facts are in every scope's key)."""
+    """input_hash("profile", template, name, max_words, same_fact, fact fields in the order of
+    their JSON), byte for byte, from each fact's JSON rendered once (a user's facts are in every
+    scope's key)."""
     head = canonical(["profile", _template()[1], name, max_words, same_fact])
-    facts = ",".join(text for _fields, text in sorted(parts, key=itemgetter(0)))
+    facts = ",".join(sorted(text for _fields, text in parts))
     return hashlib.sha256(f"{head[:-1]},[{facts}]]".encode("utf-8")).hexdigest()
 
 
@@ -124,7 +134,7 @@ def render(name: str, rows: list[dict], *, max_words: int, same_fact: float, key
         if not facts:
             continue
         if category in EPISODIC:
-            facts.sort(key=lambda r: (-(r.get("event_day") or r["first_seen"]).toordinal(), r["id"]))
+            facts.sort(key=lambda r: (-(r.get("event_day") or r["first_seen"]).toordinal(), *_content_order(r)))
         else:
             facts.sort(key=_priority)
         sections.append((title, [{"text": r["text"], "day": r.get("event_day") if category in EPISODIC else None}

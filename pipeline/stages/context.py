@@ -88,6 +88,7 @@ class RunContext:
     run_id: int | None = None  # set by the runner: its pipeline_runs row (workers add their counts to it)
     # partition-days folded in this run -> the input hash of the row they were folded from (stages/recent.py)
     folds: dict = field(default_factory=dict)
+    spread_peak_kb: int = 0  # the highest peak RSS of a process a stage was shared out to (stages/processes.py)
     _gate: asyncio.Semaphore | None = field(default=None, repr=False)
     _writer: object | None = field(default=None, repr=False)
     _forgetting: object | None = field(default=None, repr=False)

@@ -113,8 +113,10 @@ class DerivedStore:
     # ------------------------------------------------------------------ the daily stage's inputs
 
     def partitions_between(self, start: dt.datetime, end: dt.datetime, guild_id: int | None = None) -> list[dict]:
-        """Partitions with at least one message in [start, end), with their guild."""
-        q = (sa.select(chat_history.c.partition, sa.func.max(chat_history.c.guild_id).label("guild_id"))
+        """Partitions with at least one message in [start, end), with their guild and how many
+        messages they have there."""
+        q = (sa.select(chat_history.c.partition, sa.func.max(chat_history.c.guild_id).label("guild_id"),
+                       sa.func.count().label("messages"))
              .where(chat_history.c.ts >= start, chat_history.c.ts < end)
              .group_by(chat_history.c.partition).order_by(chat_history.c.partition))
         if guild_id is not None:

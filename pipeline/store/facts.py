@@ -79,6 +79,11 @@ def apply_fact_plan(conn, rows: list[dict], same_fact: float) -> Counter:
         return Counter()
     if conn.dialect.name == "postgresql":
         conn.execute(sa.select(sa.func.pg_advisory_xact_lock(FACT_WRITE_LOCK)))
+    elif not conn.connection.dbapi_connection.in_transaction:
+        # SQLite: the driver begins a transaction at the first write only; take the write lock
+        # before the read, so that another process (stages/processes.py) cannot write facts
+        # between what this one read and what it decides
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
     plan = reconcile(_comparable(conn, rows), rows, same_fact)
     if plan.inserts:
         insert_rows(conn, memory_facts, [{k: v for k, v in r.items() if k != "id"} for r in plan.inserts])

@@ -38,6 +38,10 @@ def test_every_section_is_measured_and_reported(bench):
     assert s["ingest"]["sqlite"]["msgs_per_s"] > 0
     assert s["overhead"]["databases"]["sqlite"]["wall_s"] > 0
     assert s["overhead"]["databases"]["sqlite"]["peak_rss_mb"] > 0
+    if (os.cpu_count() or 1) > 1:  # the batched run again, its stages shared out to one process per CPU
+        spread = s["overhead"]["databases"]["sqlite"]["spread"]
+        assert spread["processes"] == os.cpu_count() and spread["wall_s"] > 0 and spread["peak_rss_mb"] > 0
+        assert "processes |" in text
     assert 0 < s["quota"]["variants"][0]["share"] <= 1.0
     assert s["quota"]["variants"][0]["max_in_window"] <= s["quota"]["variants"][0]["limit"]
     assert s["read"]["databases"]["sqlite"]["get_context"]["p99_ms"] > 0

@@ -14,7 +14,7 @@ import random
 
 import pytest
 
-from pipeline.hashing import input_hash
+from pipeline.hashing import canonical, input_hash
 from pipeline.memory import profile
 from pipeline.memory.dedup import Seen, similarity
 from pipeline.memory.model import EPISODIC, MANUAL
@@ -36,8 +36,12 @@ def ref_visible(rows, sources, as_of):
             and (r["status"] == "active" or (r["superseded_on"] is not None and r["superseded_on"] > as_of))]
 
 
+def _ties(r):  # what the fact says, then where and at which level; the id only after those
+    return r["text"], r["partition"], r["level"], r["id"]
+
+
 def _priority(r):
-    return (-r["confidence"], -r["last_seen"].toordinal(), -r["first_seen"].toordinal(), r["id"])
+    return (-r["confidence"], -r["last_seen"].toordinal(), -r["first_seen"].toordinal(), *_ties(r))
 
 
 def ref_choose(rows, max_words, same_fact):
@@ -55,8 +59,8 @@ def ref_choose(rows, max_words, same_fact):
 
 def ref_key(name, rows, *, max_words, same_fact):
     return input_hash("profile", profile._template()[1], name, max_words, same_fact,
-                      sorted((r["id"], r["text"], r["category"], r["confidence"], r.get("event_day"), r["last_seen"],
-                              r["first_seen"]) for r in rows))
+                      sorted(((r["text"], r["category"], r["confidence"], r.get("event_day"), r["last_seen"],
+                               r["first_seen"], r["partition"], r["level"]) for r in rows), key=canonical))
 
 
 def ref_render(name, rows, *, max_words, same_fact):
@@ -69,7 +73,7 @@ def ref_render(name, rows, *, max_words, same_fact):
         if not facts:
             continue
         if category in EPISODIC:
-            facts.sort(key=lambda r: (-(r.get("event_day") or r["first_seen"]).toordinal(), r["id"]))
+            facts.sort(key=lambda r: (-(r.get("event_day") or r["first_seen"]).toordinal(), *_ties(r)))
         else:
             facts.sort(key=_priority)
         sections.append((title, [{"text": r["text"], "day": r.get("event_day") if category in EPISODIC else None}
@@ -161,3 +165,22 @@ def test_seen_answers_as_similarity_does_even_at_the_threshold_itself():
                 seen.add(b)
             assert seen.has_same(a) == any(s >= same for s in scores)
     assert not Seen(0.85).has_same("anything at all")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_profile_and_its_key_do_not_depend_on_the_order_facts_were_written_in(seed):
+    """Fact ids follow the order rows were written, which differs between two runs of the same
+    input when their stages run in several processes (pipeline/stages/processes.py): the same
+    facts under other ids make the same profile and the same key."""
+    rng = random.Random(seed)
+    partitions = ["guild:1", "channel:2", "dm:7"]
+    rows = heavy_user(rng, 7, 150, partitions)
+    for r in rows:  # many ties: the same confidence and days, so only the tie-break orders them
+        r["confidence"], r["last_seen"], r["first_seen"] = 0.8, DAY0, DAY0
+    ids = [r["id"] for r in rows]
+    renumbered = [dict(r, id=i) for r, i in zip(rows, rng.sample(ids, len(ids)))]
+    for name, budget in (("Ana", 2000), ("Ana", 40)):
+        a = render(name, rows, max_words=budget, same_fact=0.85)
+        b = render(name, renumbered, max_words=budget, same_fact=0.85)
+        assert a.text == b.text and a.input_hash == b.input_hash
+        assert UserFacts(rows).key(name, list(enumerate(rows)), max_words=budget, same_fact=0.85) == a.input_hash
