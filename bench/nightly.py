@@ -22,6 +22,7 @@ Peak memory: the kernel's high-water mark of resident memory (VmHWM), reset afte
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import datetime as dt
 import json
@@ -31,6 +32,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+SAMPLE_S = 0.25  # how often run_child samples the memory of a job's processes
 
 UTC = dt.timezone.utc
 
@@ -140,10 +143,10 @@ def _timed(store, settings, kind, first, last, clock_at, cheap=False) -> dict:
     peak_reset = _reset_peak()
     rss0 = _rss_kb()
     with phases.installed():
-        t0 = time.perf_counter()
+        w0, t0 = time.time(), time.perf_counter()
         out = asyncio.run(_execute(store, settings, kind, first, last, clock_at, cheap=cheap))
-        t1 = time.perf_counter()
-    return out | {"wall_s": round(t1 - t0, 3), "phases": phases.split(t0, t1), "peak_rss_mb": round(_hwm_kb() / 1024, 1),
+        t1, w1 = time.perf_counter(), time.time()
+    return out | {"wall_s": round(t1 - t0, 3), "window": [w0, w1], "phases": phases.split(t0, t1), "peak_rss_mb": round(_hwm_kb() / 1024, 1),
                   "rss_before_mb": round(rss0 / 1024, 1) if rss0 else None, "peak_is_run_only": peak_reset}
 
 
@@ -199,13 +202,47 @@ def job_steady(job: dict) -> dict:
     return out
 
 
+def _tree_pss_kb(pid: int) -> int | None:
+    """The proportional set size of a process and all its descendants (KiB): pages shared by
+    several of them (a fork's) are divided among them, so the sum is the memory they hold
+    together. None where /proc does not tell."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            total += int(re.search(r"^Pss:\s+(\d+)", Path(f"/proc/{p}/smaps_rollup").read_text(), re.M).group(1))
+            for task in Path(f"/proc/{p}").joinpath("task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, AttributeError, ValueError):
+            if p == pid:
+                return None
+    return total
+
+
 def run_child(job: dict, cwd: Path) -> dict:
-    """Run one job in a fresh interpreter; its last stdout line is the JSON answer."""
-    proc = subprocess.run([sys.executable, "-m", "bench.nightly", json.dumps(job)], cwd=cwd,
-                          stdout=subprocess.PIPE, text=True, check=False)
+    """Run one job in a fresh interpreter; its last stdout line is the JSON answer. While it
+    runs, the memory of its process tree is sampled (`_tree_pss_kb`, every SAMPLE_S): the
+    highest sum inside the timed run's window is `tree_peak_pss_mb` of its answer's cold run."""
+    proc = subprocess.Popen([sys.executable, "-m", "bench.nightly", json.dumps(job)], cwd=cwd,
+                            stdout=subprocess.PIPE, text=True)
+    samples: list[tuple[float, int]] = []
+    reader = concurrent.futures.ThreadPoolExecutor(1)
+    stdout = reader.submit(proc.stdout.read)  # read as it comes: a full pipe would stop the child
+    while proc.poll() is None:
+        if (kb := _tree_pss_kb(proc.pid)) is not None:
+            samples.append((time.time(), kb))
+        time.sleep(SAMPLE_S)
+    text = stdout.result()
+    reader.shutdown()
     if proc.returncode != 0:
         raise RuntimeError(f"nightly job {job['kind']} on {job['db']} failed (exit {proc.returncode})")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    out = json.loads(text.strip().splitlines()[-1])
+    cold = out.get("cold")
+    if cold and "window" in cold:
+        t0, t1 = cold["window"]
+        inside = [kb for t, kb in samples if t0 <= t <= t1]
+        cold["tree_peak_pss_mb"] = round(max(inside) / 1024, 1) if inside else None
+    return out
 
 
 if __name__ == "__main__":

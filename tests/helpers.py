@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import json
 import re
+import uuid
 
+import psycopg
 import sqlalchemy as sa
 
 from pipeline.clock import fixed_clock
@@ -15,6 +18,7 @@ from pipeline.app import App
 from pipeline.stages.context import RunContext
 from pipeline.summarize import ExtractiveSummarizer
 from pipeline.testing import RecordingSummarizer
+from tests.conftest import PG_ADMIN_URL
 
 UTC = dt.timezone.utc
 
@@ -80,3 +84,17 @@ def stop_process(proc, timeout: float = 30) -> int:
         proc.kill()
         proc.wait()
         raise
+
+
+@contextlib.contextmanager
+def another_database():
+    """A second throwaway PostgreSQL database (where a reference run goes)."""
+    admin = sa.engine.make_url(PG_ADMIN_URL)
+    name = f"mempipe_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(admin.set(drivername="postgresql").render_as_string(hide_password=False),
+                         autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+        try:
+            yield admin.set(database=name).render_as_string(hide_password=False)
+        finally:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

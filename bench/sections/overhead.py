@@ -4,6 +4,7 @@ time and memory, split by stage (see bench/nightly.py for how)."""
 from __future__ import annotations
 
 from ..env import Env
+from ..nightly import SAMPLE_S
 from . import nightly_runs
 from .nightly_runs import PEAK_TARGET_MB, WALL_TARGET_S
 
@@ -30,11 +31,15 @@ def run(env: Env) -> dict:
                                              "phases": cheap["phases"]}
         if "cold_spread" in r:
             spread = r["cold_spread"]
-            # the run's process and the largest of the others, added: shared pages (the inputs the
-            # merges read before the fork) count twice, so this bounds the memory from above
+            # the memory of all its processes together (pages a fork shares counted once, sampled),
+            # else the run's peak and the largest other's added (shared pages twice: a bound)
+            together = spread.get("tree_peak_pss_mb")
             res["databases"][db]["spread"] = {
                 "wall_s": spread["wall_s"], "processes": spread["processes"], "phases": spread["phases"],
-                "peak_rss_mb": round(spread["peak_rss_mb"] + spread.get("spread_peak_rss_mb", 0.0), 1)}
+                "peak_rss_mb": together if together is not None
+                else round(spread["peak_rss_mb"] + spread.get("spread_peak_rss_mb", 0.0), 1),
+                "peak_is_pss": together is not None, "run_peak_rss_mb": spread["peak_rss_mb"],
+                "other_peak_rss_mb": spread.get("spread_peak_rss_mb")}
         if r.get("profile"):
             res.setdefault("profiles", {})[f"{db} cold replay of {nightly_runs.profile_label(env)}"] = r["profile"]
     res["pg_note"] = pg_note
@@ -99,8 +104,9 @@ def render(res: dict) -> list[str]:
                 "at once). On PostgreSQL the per-item run also claims each item (an advisory lock) and reads it "
                 "again under the claim, as runs that share a model's work do. The \"N processes\" row is the "
                 "batched run with its stages shared out to one process per CPU (`processes`; "
-                "pipeline/stages/processes.py); its peak RSS adds the run's process and the largest of the "
-                "others (pages they share count twice: an upper bound)."]
+                "pipeline/stages/processes.py); its memory is the highest sum of the proportional set sizes "
+                f"(PSS) of the run's processes, sampled every {SAMPLE_S} s (a page the fork shares counts once; "
+                "where /proc has no PSS: the run's peak RSS plus the largest other's, shared pages twice)."]
     if res.get("pg_note"):
         out += ["", res["pg_note"]]
     return out

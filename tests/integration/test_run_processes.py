@@ -10,7 +10,6 @@ import datetime as dt
 import os
 import threading
 import time
-import uuid
 
 import pytest
 import sqlalchemy as sa
@@ -21,8 +20,8 @@ from pipeline.stages.context import RunStats
 from pipeline.stages.processes import ProcessFailed, processes_for
 from pipeline.store import Store
 from pipeline.summarize import ExtractiveSummarizer
-from tests.conftest import PG_ADMIN_URL, SAMPLE
-from tests.helpers import dump_derived, make_context
+from tests.conftest import SAMPLE
+from tests.helpers import another_database, dump_derived, make_context
 
 FIRST, LAST = dt.date(2026, 11, 1), dt.date(2026, 11, 5)
 COUNTED = tuple(RunStats().columns())  # pipeline_runs' count columns
@@ -53,17 +52,8 @@ def second_url(db_kind, tmp_path):
     if db_kind == "sqlite":
         yield f"sqlite:///{tmp_path}/reference.db"
         return
-    import psycopg
-
-    admin = sa.engine.make_url(PG_ADMIN_URL)
-    name = f"mempipe_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(admin.set(drivername="postgresql").render_as_string(hide_password=False),
-                         autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-        try:
-            yield admin.set(database=name).render_as_string(hide_password=False)
-        finally:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with another_database() as url:
+        yield url
 
 
 def _run(store, settings, summarizer, progress=None):
@@ -96,6 +86,7 @@ def test_two_processes_make_the_rows_and_counts_of_one(store, second_url, settin
         note.unlink()
 
         settings.processes = 2
+        assert threading.active_count() == 1, f"a thread would keep the run in one process: {threading.enumerate()}"
         seen: list[tuple[int, int]] = []
         two, result = _run(store, settings, PidSummarizer(settings.summary, note, run_pid=os.getpid()),
                            progress=lambda done, total: seen.append((done, total)))

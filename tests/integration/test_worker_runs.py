@@ -6,12 +6,9 @@ item's name, and the refusals (SQLite, no queue schema)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import time
-import uuid
 
-import psycopg
 import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
@@ -26,10 +23,10 @@ from pipeline.testing import RecordingSummarizer
 from pipeline.workers.dispatch import WorkerJobFailed
 from pipeline.workers.queue import ensure_schema
 from pipeline.workers.worker import work
-from tests.conftest import PG_ADMIN_URL, SAMPLE
+from tests.conftest import SAMPLE
 from tests.fakes.gemini_server import FakeGemini
 from tests.fakes.responders import canned_answer
-from tests.helpers import dump_derived, make_context
+from tests.helpers import another_database, dump_derived, make_context
 from tests.integration.test_gemini import gemini_settings, llm
 from tests.integration.test_merge_budget import BO, WALL, _budgets, _bo_long, _context, _requests, _say, _week
 
@@ -52,20 +49,6 @@ def on_workers(settings, url: str):
     s.database_url = url
     s.workers = s.workers.model_copy(update={"enabled": True, "heartbeat_s": 0.5, "stalled_s": 3.0})
     return s
-
-
-@contextlib.contextmanager
-def another_database():
-    """A second throwaway PostgreSQL database (the in-process reference run)."""
-    admin = sa.engine.make_url(PG_ADMIN_URL)
-    name = f"mempipe_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(admin.set(drivername="postgresql").render_as_string(hide_password=False),
-                         autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-        try:
-            yield admin.set(database=name).render_as_string(hide_password=False)
-        finally:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 async def _with_worker(settings, run, *, summarizer=None, concurrency: int = 2, clock=None):

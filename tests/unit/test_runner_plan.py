@@ -59,7 +59,7 @@ def test_queued_days_join_the_plan_however_old_but_never_after_day_1():
 
 
 def test_a_partitions_messages_are_read_in_spans_without_long_gaps():
-    from pipeline.runner import _spans
+    from pipeline.stage_loops import spans as _spans
 
     week = [D - dt.timedelta(days=i) for i in range(6, -1, -1)]
     assert _spans(week) == [week]
