@@ -212,7 +212,8 @@ async def spread(ctx: RunContext, n: int, units: Sequence, run_unit: Callable[[R
             ctx.spread_peak_kb = max(ctx.spread_peak_kb, peak_kb)
             if child.error is None and code != 0:
                 child.error = ProcessFailed(f"a process running part of the stage (pid {child.pid}) ended with "
-                                            f"status {code} before reporting; the run's log says why")
+                                            f"status {code} before reporting its share (killed, or out of memory?); "
+                                            "what it had written is kept, and a rerun makes the rest")
     failed = next((c.error for c in children if c.error is not None), None)
     if failed is not None:
         raise failed
