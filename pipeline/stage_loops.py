@@ -117,7 +117,8 @@ async def spread_merges(ctx: RunContext, n: int, scopes: list[str], day1: Day1Fo
                          in_run: Callable[[int | None], bool]) -> None:
     """The merge stage in n processes: planned here (its inputs read once, before the fork, so
     every process has them), shared out a group of users at a time (a user's scopes stay in one
-    process: they share its facts and lines, run_merge_jobs)."""
+    process: they share its facts and lines, run_merge_jobs) — not workers/jobs.py merge_groups,
+    which splits a user's scopes by guild (a worker's job reads its inputs for its own users)."""
     ctx.writer.flush()  # merges read the dailies and historicals written so far
     merges = plan_merges(ctx, scopes, day1, in_run)
     by_user: dict[int, list] = {}

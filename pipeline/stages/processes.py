@@ -3,9 +3,9 @@
 Why: with an in-process summarizer (the extractive one) a run is bound by one Python process's
 CPU — rendering, validating facts, cleaning text — not by a model. Its items are independent
 within a stage (a partition's days, a partition's historical rows, a user's contexts), so a
-stage's units can be shared out to forked copies of the run. (Slice of the large bench corpus,
-262,362 messages, instant summarizer, writes batched, SQLite in /dev/shm, 2 CPUs: 86.5–88.3 s in
-one process, 51.3 s in two.)
+stage's units can be shared out to forked copies of the run. (Bench's instant summarizer, writes
+batched, cold replay, 2 CPUs, SQLite in /dev/shm: 262,362 messages 84.5–88.3 s in one process,
+48.0–56.4 s in two; 1,050,012 messages 394.7–418.7 s / 268.3 s; PostgreSQL 595.8 s / 400.7 s.)
 
 How: before each stage's work the run writes what it buffered (a child inherits the buffer) and,
 on SQLite, closes its connections (`_may_fork`), forks `n - 1` children, and every
