@@ -259,8 +259,10 @@ class InMemoryStageStore(InMemoryIngest, InMemoryFacts, InMemoryControls):
         return [_out(r) for r in sorted((r for r in rows if r["user_id"] in wanted), key=order)]
 
     @_recorded
-    def contexts(self, scope=None, user_id=None, *, text=True) -> list[dict]:
-        return [_out(r, None if text else CONTEXT_STATE) for r in self._select("memory_context", scope=scope, user_id=user_id)]
+    def contexts(self, scope=None, user_id=None, *, text=True, user_ids=None) -> list[dict]:
+        rows = self._select("memory_context", scope=scope, user_id=user_id)
+        rows = rows if user_ids is None else [r for r in rows if r["user_id"] in user_ids]
+        return [_out(r, None if text else CONTEXT_STATE) for r in rows]
 
     # ------------------------------------------------------------------ the stages' writes
 

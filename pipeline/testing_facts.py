@@ -49,9 +49,11 @@ class InMemoryFacts:
         with self._writing():
             return self._apply_facts(rows, same_fact)
 
-    def profiles(self, scope=None, user_id=None, *, text: bool = True) -> list[dict]:
+    def profiles(self, scope=None, user_id=None, *, text: bool = True, user_ids=None) -> list[dict]:
         cols = None if text else ("scope", "user_id", "input_hash", "as_of_day")
-        return [{k: r[k] for k in (cols or r)} for r in self._select("memory_profiles", scope=scope, user_id=user_id)]
+        rows = self._select("memory_profiles", scope=scope, user_id=user_id)
+        rows = rows if user_ids is None else [r for r in rows if r["user_id"] in user_ids]
+        return [{k: r[k] for k in (cols or r)} for r in rows]
 
     def last_active_days(self, until, user_ids=None) -> dict:
         wanted = None if user_ids is None else set(user_ids)

@@ -45,31 +45,43 @@ Day1For = Callable[[int | None], dt.date]  # guild id (None for DMs) -> that gui
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class Audience:
+    """Who can read what, for every user: the channels and how many people spoke in each DM."""
+    channels: dict[int, dict]
+    dm_speakers: dict[str, int]
+
+
 class MergeInputs:
     """What merges read, in bulk: for a whole run (every user), or narrowed to a few users (a
     remember / forget refreshes one user's contexts) with the same queries."""
 
-    def __init__(self, store: StageStorage, day1s: Iterable[dt.date], user_ids: Iterable[int] | None = None):
+    def __init__(self, store: StageStorage, day1s: Iterable[dt.date], user_ids: Iterable[int] | None = None,
+                 *, audience: Audience | None = None):
+        """`audience`: the audience data (`.audience`) of inputs read earlier in this run, used
+        instead of reading it again (it is every user's, however few users these are for)."""
         self.store = store
         users = None if user_ids is None else sorted(set(user_ids))
-        self.channels = store.channels()
-        self.dm_speakers = store.dm_speaker_counts()
+        self.channels = store.channels() if audience is None else audience.channels
+        self.dm_speakers = store.dm_speaker_counts() if audience is None else audience.dm_speakers
         self.fact_rows: dict[int, list[dict]] = defaultdict(list)
         for r in store.memory_facts(user_ids=users):
             self.fact_rows[r["user_id"]].append(r)
-        prows = store.profiles(text=False) if users is None \
-            else [r for u in users for r in store.profiles(user_id=u, text=False)]
+        prows = store.profiles(text=False, user_ids=users)
         self.profiles = {(r["scope"], r["user_id"]): r for r in prows}
         self._until = max(day1s, default=None)
         self._last_active: dict[int, list[tuple[str, dt.date]]] | None = None
         self.daily = {(r["partition"], r["day"], r["user_id"]): r for r in store.dailies(day1s, user_ids=users)}
         self.hist = {(r["partition"], r["day"], r["user_id"]): r for r in store.historicals(day1s, user_ids=users)}
         self.names = store.member_names(users)
-        rows = store.contexts(text=False) if users is None \
-            else [r for u in users for r in store.contexts(user_id=u, text=False)]
+        rows = store.contexts(text=False, user_ids=users)
         self.contexts = {(r["scope"], r["user_id"]): {k: r.get(k) for k in CONTEXT_STATE} for r in rows}
         self._user_partitions: dict[int, list[str]] = {}
         self._user_facts: dict[int, UserFacts] = {}
+
+    @property
+    def audience(self) -> Audience:
+        return Audience(self.channels, self.dm_speakers)
 
     def user_facts(self, user_id: int) -> UserFacts:
         """The user's facts, indexed once for all their scopes (memory/profile.py `UserFacts`)."""

@@ -57,7 +57,8 @@ class DerivedStorage(Protocol):
                 user_ids: Iterable[int] | None = None) -> list[dict]: ...
     def historicals(self, days: Iterable[dt.date], *, partition: str | None = None,
                     user_ids: Iterable[int] | None = None) -> list[dict]: ...
-    def contexts(self, scope: str | None = None, user_id: int | None = None, *, text: bool = True) -> list[dict]: ...
+    def contexts(self, scope: str | None = None, user_id: int | None = None, *, text: bool = True,
+                 user_ids: Iterable[int] | None = None) -> list[dict]: ...
     def write_batch(self, dailies: Batch = (), historicals: Rows = (), contexts: Rows = (),
                     touches: Rows = (), *, facts: Rows = (), same_fact: float = 0.85, profiles: Rows = (),
                     removals: Sequence[tuple[str, str, int]] = (), dropped_days: Sequence[tuple[str, dt.date]] = (),
@@ -246,9 +247,10 @@ class DerivedStore:
 
     # ------------------------------------------------------------------ contexts
 
-    def contexts(self, scope: str | None = None, user_id: int | None = None, *, text: bool = True) -> list[dict]:
+    def contexts(self, scope: str | None = None, user_id: int | None = None, *, text: bool = True,
+                 user_ids: Iterable[int] | None = None) -> list[dict]:
         """Context rows in key order; text=False leaves out the context text and its inputs (a
-        nightly run reads every context's state, not its words)."""
+        nightly run reads every context's state, not its words). `user_ids`: only these users'."""
         c = memory_context.c
         cols = [memory_context] if text else [c[k] for k in CONTEXT_STATE]
         q = sa.select(*cols).order_by(c.scope, c.user_id)
@@ -256,7 +258,10 @@ class DerivedStore:
             q = q.where(c.scope == scope)
         if user_id is not None:
             q = q.where(c.user_id == user_id)
-        return self.rows("listing contexts", q)
+        if user_ids is None:
+            return self.rows("listing contexts", q)
+        rows = self.rows_in("listing contexts", lambda ids: q.where(c.user_id.in_(ids)), user_ids)
+        return sorted(rows, key=lambda r: (r["scope"], r["user_id"]))  # one order across chunks
 
     # ------------------------------------------------------------------ writes
 

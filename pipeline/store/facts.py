@@ -43,7 +43,8 @@ class Scrub(Protocol):
 class FactsStorage(Protocol):
     def memory_facts(self, *, user_ids: Iterable[int] | None = None, active_only: bool = False) -> list[dict]: ...
     def apply_facts(self, rows: list[dict], same_fact: float) -> Counter: ...
-    def profiles(self, scope: str | None = None, user_id: int | None = None, *, text: bool = True) -> list[dict]: ...
+    def profiles(self, scope: str | None = None, user_id: int | None = None, *, text: bool = True,
+                 user_ids: Iterable[int] | None = None) -> list[dict]: ...
     def forgotten(self, user_ids: Iterable[int] | None = None) -> list[dict]: ...
     def forget_fact(self, scope: str, user_id: int, fact: str, now: dt.datetime, *,
                     delete_ids: Iterable[int], scrub: Scrub) -> int: ...
@@ -160,7 +161,9 @@ class FactsStore:
         with self.writing("writing facts") as conn:
             return apply_fact_plan(conn, rows, same_fact)
 
-    def profiles(self, scope: str | None = None, user_id: int | None = None, *, text: bool = True) -> list[dict]:
+    def profiles(self, scope: str | None = None, user_id: int | None = None, *, text: bool = True,
+                 user_ids: Iterable[int] | None = None) -> list[dict]:
+        """Profile rows in key order (text=False: their state only); `user_ids`: only these users'."""
         c = memory_profiles.c
         cols = [memory_profiles] if text else [c.scope, c.user_id, c.input_hash, c.as_of_day]
         q = sa.select(*cols).order_by(c.scope, c.user_id)
@@ -168,7 +171,10 @@ class FactsStore:
             q = q.where(c.scope == scope)
         if user_id is not None:
             q = q.where(c.user_id == user_id)
-        return self.rows("reading profiles", q)
+        if user_ids is None:
+            return self.rows("reading profiles", q)
+        rows = self.rows_in("reading profiles", lambda ids: q.where(c.user_id.in_(ids)), user_ids)
+        return sorted(rows, key=lambda r: (r["scope"], r["user_id"]))  # one order across chunks
 
     def forgotten(self, user_ids: Iterable[int] | None = None) -> list[dict]:
         """What users asked to forget (scope, user_id, fact), oldest first. None: every user."""

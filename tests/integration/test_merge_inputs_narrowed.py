@@ -1,0 +1,72 @@
+"""Merge inputs narrowed to a few users (a group of a merge stage spread over processes, a
+worker's merge job, a remember/forget): the rows the whole run's inputs hold for those users,
+read in bulk (one query per table, not one per user), and the run's audience data reused."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from pipeline.ingest import import_files
+from pipeline.stages.merge import MergeInputs
+from pipeline.testing import InMemoryStageStore
+from tests.conftest import SAMPLE
+from tests.helpers import replay
+
+DAYS = [dt.date(2026, 11, 1) + dt.timedelta(days=i) for i in range(5)]
+
+
+def _for(rows: dict, users: set[int], at: int) -> dict:
+    return {k: v for k, v in rows.items() if k[at] in users}
+
+
+def _check_narrowed(store) -> None:
+    whole = MergeInputs(store, DAYS)
+    users = sorted({u for _s, u in whole.contexts})
+    assert len(users) >= 3, "the sample should give several users contexts"
+    some = set(users[::2])
+    narrowed = MergeInputs(store, DAYS, some, audience=whole.audience)
+
+    assert narrowed.channels is whole.channels and narrowed.dm_speakers is whole.dm_speakers
+    assert narrowed.daily == _for(whole.daily, some, 2) and narrowed.daily
+    assert narrowed.hist == _for(whole.hist, some, 2)
+    assert narrowed.contexts == _for(whole.contexts, some, 1) and narrowed.contexts
+    assert narrowed.profiles == _for(whole.profiles, some, 1)
+    assert narrowed.names == _for(whole.names, some, 1) and narrowed.names
+    assert dict(narrowed.fact_rows) == {u: rows for u, rows in whole.fact_rows.items() if u in some}
+    for u in some:  # what a merge derives from them is the same too
+        assert narrowed.user_partitions(u) == whole.user_partitions(u)
+    # without `audience` it reads the audience data itself: the same
+    alone = MergeInputs(store, DAYS, some)
+    assert alone.channels == whole.channels and alone.dm_speakers == whole.dm_speakers
+
+
+def test_narrowed_inputs_are_the_whole_runs_rows_of_those_users(store, settings):
+    import_files(store, [SAMPLE], settings)
+    replay(store, settings, "2026-11-01", "2026-11-05")
+    _check_narrowed(store)
+
+
+def test_the_in_memory_store_narrows_alike_in_one_read_per_table(settings):
+    store = InMemoryStageStore()
+    import_files(store, [SAMPLE], settings)
+    replay(store, settings, "2026-11-01", "2026-11-05")
+    _check_narrowed(store)
+
+    users = sorted({u for _s, u in MergeInputs(store, DAYS).contexts})[:3]
+    audience = MergeInputs(store, DAYS).audience
+    store.calls.clear()
+    MergeInputs(store, DAYS, users, audience=audience)
+    called = [name for name, _args in store.calls]
+    assert "channels" not in called and "dm_speaker_counts" not in called  # reused, not read again
+    for name in ("contexts", "profiles", "memory_facts", "dailies", "historicals"):
+        assert called.count(name) == 1, (name, called)  # in bulk, not once per user
+
+
+@pytest.mark.parametrize("users", [[], [10 ** 15]])
+def test_inputs_for_no_user_or_an_unknown_one_are_empty(store, settings, users):
+    import_files(store, [SAMPLE], settings)
+    replay(store, settings, "2026-11-01", "2026-11-05")
+    narrowed = MergeInputs(store, DAYS, users)
+    assert not narrowed.contexts and not narrowed.profiles and not narrowed.daily and not narrowed.fact_rows
