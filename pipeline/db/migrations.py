@@ -59,8 +59,13 @@ def discover(dialect: str, directory: Path | None = None) -> list[Migration]:
         if m["dialect"] not in (None, dialect):
             continue
         version = int(m["version"])
+        if version in chosen and chosen[version].name != m["name"]:
+            # two migrations numbered alike: one would be skipped without a word (where it was
+            # added second, on databases that already have the other, it would never run)
+            raise SchemaError(f"migrations {chosen[version].path.name} and {path.name} share the number "
+                              f"{version:04d}: give the newer one the next free number")
         if version in chosen and m["dialect"] is None:
-            continue  # a dialect-specific file wins over the shared one
+            continue  # a dialect-specific file wins over the shared one of its name
         chosen[version] = Migration(version, m["name"], path)
     if not chosen:
         raise SchemaError(

@@ -37,6 +37,17 @@ def test_discover_without_migrations_says_where_it_looked(tmp_path):
         migrations.discover("postgresql", tmp_path / "absent")
 
 
+def test_two_migrations_numbered_alike_are_refused_not_one_skipped(tmp_path):
+    (tmp_path / "0001_first.sql").write_text("CREATE TABLE a (x INTEGER);\n")
+    (tmp_path / "0002_second.sqlite.sql").write_text("CREATE TABLE b (x INTEGER);\n")
+    (tmp_path / "0002_other.sql").write_text("CREATE TABLE c (x INTEGER);\n")
+    with pytest.raises(SchemaError, match="0002_other.sql.*0002_second.sqlite.sql|0002_second.sqlite.sql.*0002_other.sql"):
+        migrations.discover("sqlite", tmp_path)
+    (tmp_path / "0002_other.sql").rename(tmp_path / "0002_second.sql")  # a shared file of the same name: overridden
+    assert [m.path.name for m in migrations.discover("sqlite", tmp_path)] == ["0001_first.sql", "0002_second.sqlite.sql"]
+    assert [m.path.name for m in migrations.discover("postgresql", tmp_path)] == ["0001_first.sql", "0002_second.sql"]
+
+
 def test_upgrade_without_migrations_fails_before_touching_the_database(tmp_path, monkeypatch):
     monkeypatch.setattr(migrations, "MIGRATIONS_DIR", tmp_path / "migrations")
     engine = make_engine(f"sqlite:///{tmp_path}/m.db")
