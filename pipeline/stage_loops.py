@@ -23,8 +23,11 @@ if TYPE_CHECKING:
 
 MERGE_USERS = 100  # at least these many users per unit of a merge stage spread over processes...
 MERGE_UNITS = 16   # ...and at most about these many units per process: each unit reads its users'
-# inputs, and on PostgreSQL some of those reads scan a table (no index by user): fewer, larger
-# units read less (slice of the large corpus, 2 processes, 100 users a unit: merges 31 s, not 26)
+# inputs, and on PostgreSQL four of those reads scan a table (contexts, profiles, historicals,
+# names: their keys do not lead with the user). Slice of the large corpus, PostgreSQL, 2
+# processes: 100 users a unit, merges 31 s; 16 units a process, 26 s (one read of everything
+# before the fork: 24-28 s). An index by user on each would save ~1 of the units' 9-10 s of
+# reading, not worth four more indexes to keep up to date on every write.
 
 
 def spans(days: list[dt.date]) -> list[list[dt.date]]:
