@@ -53,8 +53,9 @@ class Audience:
 
 
 class MergeInputs:
-    """What merges read, in bulk: for a whole run (every user), or narrowed to a few users (a
-    remember / forget refreshes one user's contexts) with the same queries."""
+    """What merges read, in bulk: for a whole run (every user), or narrowed to some users with
+    the same queries (a remember / forget refreshes one user's contexts; a worker's merge job and
+    a merge stage spread over processes read each group's users' inputs)."""
 
     def __init__(self, store: StageStorage, day1s: Iterable[dt.date], user_ids: Iterable[int] | None = None,
                  *, audience: Audience | None = None):
