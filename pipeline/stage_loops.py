@@ -14,7 +14,7 @@ from .stages.context import RunContext
 from .stages.daily import _UNKNOWN as _UNREAD
 from .stages.daily import load_partition_days, run_daily
 from .stages.historical import run_historical
-from .stages.merge import Day1For, MergeInputs, plan_merges, run_merge_jobs
+from .stages.merge import MERGED_FACT_COLUMNS, Day1For, MergeInputs, plan_merges, run_merge_jobs
 from .stages.processes import spread
 from .stages.refresh import ItemStatus
 
@@ -139,7 +139,8 @@ async def spread_merges(ctx: RunContext, n: int, scopes: list[str], day1: Day1Fo
     groups = [[job for jobs in users[i:i + size] for job in jobs] for i in range(0, len(users), size)]
 
     async def group(c: RunContext, jobs: list) -> None:
-        inputs = MergeInputs(c.store, day1s, {u for _scope, u in jobs}, audience=audience)
+        inputs = MergeInputs(c.store, day1s, {u for _scope, u in jobs}, audience=audience,
+                             fact_columns=MERGED_FACT_COLUMNS)
         await run_merge_jobs(c, jobs, day1, inputs)
     await spread(ctx, n, groups, group, lambda _report: None)
 

@@ -41,9 +41,11 @@ class InMemoryFacts:
             self._update("memory_facts", (fact_id,), values)
         return plan.counts
 
-    def memory_facts(self, *, user_ids=None, active_only: bool = False) -> list[dict]:
+    def memory_facts(self, *, user_ids=None, active_only: bool = False, columns=None) -> list[dict]:
         rows = [r for r in self._select("memory_facts", user_id=user_ids) if not active_only or r["status"] == "active"]
-        return [_copy(r) for r in sorted(rows, key=lambda r: (r["user_id"], r["id"]))]
+        keep = None if columns is None else {"id", "user_id", *columns}
+        return [{k: v for k, v in _copy(r).items() if keep is None or k in keep}
+                for r in sorted(rows, key=lambda r: (r["user_id"], r["id"]))]
 
     def apply_facts(self, rows, same_fact: float) -> Counter:
         with self._writing():

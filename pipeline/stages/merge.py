@@ -25,7 +25,7 @@ import datetime as dt
 import logging
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 from ..calendar import Scope, merge_item_key, parse_scope
 from ..hashing import input_hash
@@ -42,6 +42,10 @@ from .recent import (RENDER, RENDER_CUT, RENDER_FIT, dated, join_recent, keeps_s
 from .refresh import Item, ItemStatus, next_attempts, refresh_item
 
 Day1For = Callable[[int | None], dt.date]  # guild id (None for DMs) -> that guild's day 1
+# What a merge reads of a fact (memory/profile.py; with id and user_id): not its sources (JSON,
+# decoded row by row: about half of reading a run's facts on PostgreSQL), input hash or times.
+MERGED_FACT_COLUMNS = ("partition", "level", "category", "text", "fact_key", "confidence", "event_day",
+                       "first_seen", "last_seen", "status", "superseded_on", "origin")
 log = logging.getLogger(__name__)
 
 
@@ -58,15 +62,16 @@ class MergeInputs:
     a merge stage spread over processes read each group's users' inputs)."""
 
     def __init__(self, store: StageStorage, day1s: Iterable[dt.date], user_ids: Iterable[int] | None = None,
-                 *, audience: Audience | None = None):
+                 *, audience: Audience | None = None, fact_columns: Sequence[str] | None = None):
         """`audience`: the audience data (`.audience`) of inputs read earlier in this run, used
-        instead of reading it again (it is every user's, however few users these are for)."""
+        instead of reading it again (it is every user's, however few users these are for).
+        `fact_columns`: read only these of each fact (MERGED_FACT_COLUMNS: inputs for merges only)."""
         self.store = store
         users = None if user_ids is None else sorted(set(user_ids))
         self.channels = store.channels() if audience is None else audience.channels
         self.dm_speakers = store.dm_speaker_counts() if audience is None else audience.dm_speakers
         self.fact_rows: dict[int, list[dict]] = defaultdict(list)
-        for r in store.memory_facts(user_ids=users):
+        for r in store.memory_facts(user_ids=users, columns=fact_columns):
             self.fact_rows[r["user_id"]].append(r)
         prows = store.profiles(text=False, user_ids=users)
         self.profiles = {(r["scope"], r["user_id"]): r for r in prows}
@@ -371,7 +376,7 @@ def plan_merges(ctx: RunContext, partitions: list[str], day1_for: Day1For,
     guilds = {c["guild_id"] for c in channels.values()}
     day1s = {day1_for(g) for g in guilds | {None}} | {day1_for(int(p.split(":")[1])) for p in partitions
                                                      if p.startswith("guild:")}
-    inputs = MergeInputs(ctx.store, day1s)
+    inputs = MergeInputs(ctx.store, day1s, fact_columns=MERGED_FACT_COLUMNS)
     users_of: dict[str, set[int]] = defaultdict(set)
     for (p, d, u) in list(inputs.daily) + list(inputs.hist):
         if d == day1_for(inputs.guild_of(p)):

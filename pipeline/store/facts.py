@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 from collections import Counter
-from typing import Collection, Iterable, Protocol
+from typing import Collection, Iterable, Protocol, Sequence
 
 import sqlalchemy as sa
 
@@ -41,7 +41,8 @@ class Scrub(Protocol):
 
 
 class FactsStorage(Protocol):
-    def memory_facts(self, *, user_ids: Iterable[int] | None = None, active_only: bool = False) -> list[dict]: ...
+    def memory_facts(self, *, user_ids: Iterable[int] | None = None, active_only: bool = False,
+                     columns: Sequence[str] | None = None) -> list[dict]: ...
     def apply_facts(self, rows: list[dict], same_fact: float) -> Counter: ...
     def profiles(self, scope: str | None = None, user_id: int | None = None, *, text: bool = True,
                  user_ids: Iterable[int] | None = None) -> list[dict]: ...
@@ -146,10 +147,13 @@ def update_facts(conn, updates: dict[int, dict]) -> None:
 
 
 class FactsStore:
-    def memory_facts(self, *, user_ids: Iterable[int] | None = None, active_only: bool = False) -> list[dict]:
-        """Fact rows (active and superseded, or active only), in (user, id) order."""
+    def memory_facts(self, *, user_ids: Iterable[int] | None = None, active_only: bool = False,
+                     columns: Sequence[str] | None = None) -> list[dict]:
+        """Fact rows (active and superseded, or active only), in (user, id) order; `columns`:
+        only these (with id and user_id), e.g. a merge's (stages/merge.py MERGED_FACT_COLUMNS)."""
         c = memory_facts.c
-        q = sa.select(memory_facts)
+        q = sa.select(memory_facts) if columns is None \
+            else sa.select(*(c[k] for k in dict.fromkeys(("id", "user_id", *columns))))
         if active_only:
             q = q.where(c.status == "active")
         rows = self.rows("reading facts", q) if user_ids is None \

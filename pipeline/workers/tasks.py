@@ -20,7 +20,7 @@ from ..safety import redact
 from ..stages.context import REPORTED_COUNTS, RunContext
 from ..stages.daily import load_partition_days, run_daily
 from ..stages.historical import run_historical
-from ..stages.merge import MergeInputs, run_merge_jobs
+from ..stages.merge import MERGED_FACT_COLUMNS, MergeInputs, run_merge_jobs
 from ..stages.refresh import ItemStatus
 from .jobs import DAILY, HISTORICAL, MERGES, day1_by_zone
 
@@ -56,7 +56,8 @@ async def merges(ctx: RunContext, item: dict) -> None:
     pairs = [(parse_scope(scope), user) for scope, user in item["pairs"]]
     day1_for = day1_by_zone(item["zones"], ctx.tz_for_guild)
     ctx.folds.update({(p, dt.date.fromisoformat(d)): h for p, d, h in item["folds"]})
-    inputs = MergeInputs(ctx.store, [dt.date.fromisoformat(d) for d in item["day1s"]], {u for _s, u in pairs})
+    inputs = MergeInputs(ctx.store, [dt.date.fromisoformat(d) for d in item["day1s"]], {u for _s, u in pairs},
+                         fact_columns=MERGED_FACT_COLUMNS)
     await run_merge_jobs(ctx, pairs, day1_for, inputs)
 
 

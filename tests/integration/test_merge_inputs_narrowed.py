@@ -9,7 +9,7 @@ import datetime as dt
 import pytest
 
 from pipeline.ingest import import_files
-from pipeline.stages.merge import MergeInputs
+from pipeline.stages.merge import MERGED_FACT_COLUMNS, MergeInputs
 from pipeline.testing import InMemoryStageStore
 from tests.conftest import SAMPLE
 from tests.helpers import replay
@@ -70,3 +70,24 @@ def test_inputs_for_no_user_or_an_unknown_one_are_empty(store, settings, users):
     replay(store, settings, "2026-11-01", "2026-11-05")
     narrowed = MergeInputs(store, DAYS, users)
     assert not narrowed.contexts and not narrowed.profiles and not narrowed.daily and not narrowed.fact_rows
+
+
+def _check_fact_columns(store) -> None:
+    whole = store.memory_facts()
+    merged = store.memory_facts(columns=MERGED_FACT_COLUMNS)
+    assert whole and "sources" in whole[0]
+    assert merged == [{k: r[k] for k in ("id", "user_id", *MERGED_FACT_COLUMNS)} for r in whole]
+    some = sorted({r["user_id"] for r in whole})[:2]
+    inputs = MergeInputs(store, DAYS, some, fact_columns=MERGED_FACT_COLUMNS)
+    assert {u: rows for u, rows in inputs.fact_rows.items()} == \
+        {u: [r for r in merged if r["user_id"] == u] for u in some}
+
+
+def test_a_merges_fact_read_leaves_out_what_merges_do_not_read(store, settings):
+    import_files(store, [SAMPLE], settings)
+    replay(store, settings, "2026-11-01", "2026-11-05")
+    _check_fact_columns(store)
+    memory = InMemoryStageStore()
+    import_files(memory, [SAMPLE], settings)
+    replay(memory, settings, "2026-11-01", "2026-11-05")
+    _check_fact_columns(memory)
