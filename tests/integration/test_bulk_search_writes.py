@@ -44,24 +44,60 @@ def _stored(store, table) -> list[tuple]:
         return [tuple(r) for r in conn.execute(sa.select(table).order_by(*table.primary_key.columns))]
 
 
+def _items(store) -> list[tuple]:
+    """The search items the tables' triggers made (their ids left out)."""
+    with store.engine.connect() as conn:
+        return sorted(tuple(str(v) for v in r) for r in conn.exec_driver_sql(
+            "SELECT kind, user_id, partition, level, day, confidence, fact_id, body FROM memory_items"))
+
+
 def _both_ways(store, table, rows, **kwargs):
     with store.writing("bulk") as conn:
         insert_rows(conn, table, rows, **kwargs)
     bulk = _stored(store, table)
+    items = _items(store)
     with store.writing("reset") as conn:
         conn.execute(sa.delete(table))
-        if table is memory_facts:
+        if table is memory_facts and conn.dialect.name == "sqlite":
             conn.exec_driver_sql("DELETE FROM sqlite_sequence WHERE name = 'memory_facts'")
+        elif table is memory_facts:
+            conn.exec_driver_sql("SELECT setval(pg_get_serial_sequence('memory_facts', 'id'), 1, false)")
+    assert _items(store) == []  # the rows' search items went with them
     with store.writing("executemany") as conn:
         conn.execute(kwargs.get("fallback", sa.insert(table)), rows)
+    assert _items(store) == items  # the triggers made the same search items both ways
     return bulk, _stored(store, table)
 
 
 @pytest.mark.parametrize("table,make", [(memory_facts, _facts), (daily_summaries, _dailies)])
-def test_a_batch_stores_what_executemany_stores(sqlite_store, table, make):
-    # SQLite only: on PostgreSQL the batch is that executemany
-    bulk, plain = _both_ways(sqlite_store, table, make(40))
+def test_a_batch_stores_what_executemany_stores(store, table, make):
+    # SQLite: one INSERT … SELECT FROM json_each; PostgreSQL: one COPY
+    bulk, plain = _both_ways(store, table, make(40))
     assert len(bulk) == 40 and bulk == plain
+
+
+def test_a_postgresql_batch_is_one_copy_and_fails_as_the_insert_would(store):
+    if store.dialect != "postgresql":
+        pytest.skip("COPY is PostgreSQL's")
+    sent: list[str] = []
+    sa.event.listen(store.engine, "before_cursor_execute", lambda *a: sent.append(a[2]))
+    with store.writing("bulk") as conn:
+        insert_rows(conn, memory_facts, _facts(30))
+    assert not any("INSERT INTO memory_facts" in s for s in sent)  # no statement per row
+    assert len(_stored(store, memory_facts)) == 30
+    # a value the database refuses (the category's CHECK): the batch fails whole, a StoreError
+    bad = _facts(3, start=100)
+    bad[1]["category"] = "nonsense"
+    with pytest.raises(StoreError, match="memory_facts_category_check"):
+        with store.writing("bulk") as conn:
+            insert_rows(conn, memory_facts, bad)
+    # a naive timestamp: refused by its column type before anything is sent, as before
+    naive = _facts(3, start=200)
+    naive[0]["created_at"] = dt.datetime(2026, 11, 4)
+    with pytest.raises(StoreError, match="timezone-aware"):
+        with store.writing("bulk") as conn:
+            insert_rows(conn, memory_facts, naive)
+    assert len(_stored(store, memory_facts)) == 30
 
 
 def test_an_upsert_batch_updates_like_executemany(store):
