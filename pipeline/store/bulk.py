@@ -30,6 +30,7 @@ corpus). 20,000 fact rows in batches of 200, search trigger on: 6.2-6.3 s with e
 from __future__ import annotations
 
 import json
+import math
 from typing import Sequence
 
 import sqlalchemy as sa
@@ -37,6 +38,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from ..db.tables import SEARCH_SOURCES
+from .base import JSON_TEXT
 
 _STATEMENTS: dict[tuple, sa.TextClause] = {}
 _quote = sqlite.dialect().identifier_preparer.quote
@@ -60,10 +62,51 @@ def insert_rows(conn: Connection, table: sa.Table, rows: Sequence[dict], *,
         if payload is not None:
             conn.execute(_statement(table, tuple(rows[0]), conflict_keys), {"rows": payload})
             return
-    if conn.dialect.name == "postgresql" and not conflict_keys and fallback is None and len(rows) > 1 \
-            and _pg_copy_rows(conn, table, rows):
-        return
+    if conn.dialect.name == "postgresql" and len(rows) > 1:
+        if conflict_keys and _pg_upsert_rows(conn, table, rows, conflict_keys):
+            return
+        if not conflict_keys and fallback is None and _pg_copy_rows(conn, table, rows):
+            return
     conn.execute(sa.insert(table) if fallback is None else fallback, list(rows))
+
+
+_PG_UPSERTS: dict[tuple, str] = {}
+
+
+def _pg_upsert_rows(conn: Connection, table: sa.Table, rows: Sequence[dict], keys: tuple[str, ...]) -> bool:
+    """PostgreSQL: the upsert of every row as one statement, the rows in one JSON text read back
+    as the table's own row type (json_populate_recordset), so each value is parsed as its
+    column's type. A key given twice keeps its last row, as the upsert row by row did. False
+    (nothing sent) where JSON cannot carry the rows as the insert would bind them — shapes that
+    differ, a value its column refuses, a float that is not finite, a type JSON has no form for:
+    the caller's executemany then binds or raises as ever."""
+    columns = tuple(rows[0])
+    if any(table.c[k].default is not None for k in table.c.keys() if k not in columns):
+        return False
+    if any(row.keys() != rows[0].keys() for row in rows):
+        return False
+    dialect = conn.dialect
+    convert = [None if isinstance(table.c[k].type, sa.JSON) else table.c[k].type.dialect_impl(dialect).bind_processor(dialect)
+               for k in columns]
+    floats = [k for k in columns if isinstance(table.c[k].type, sa.Float)]
+    last: dict[tuple, dict] = {}
+    try:
+        for row in rows:
+            if any(row[k] is not None and not math.isfinite(row[k]) for k in floats):
+                return False  # JSON has no NaN: executemany binds it as ever
+            last[tuple(row[k] for k in keys)] = {k: row[k] if p is None else p(row[k]) for k, p in zip(columns, convert)}
+        payload = JSON_TEXT.encode(list(last.values())).decode()
+    except Exception:  # noqa: BLE001 — executemany binds them again and raises its own error
+        return False
+    shape = (table.name, columns, keys)
+    if shape not in _PG_UPSERTS:
+        names = ", ".join(map(_pg_quote, columns))
+        updates = ", ".join(f"{_pg_quote(k)} = excluded.{_pg_quote(k)}" for k in columns if k not in keys)
+        _PG_UPSERTS[shape] = (f"INSERT INTO {_pg_quote(table.name)} ({names}) SELECT {names} FROM "
+                              f"json_populate_recordset(NULL::{_pg_quote(table.name)}, %(rows)s::json) "
+                              f"ON CONFLICT ({', '.join(map(_pg_quote, keys))}) DO UPDATE SET {updates}")
+    conn.exec_driver_sql(_PG_UPSERTS[shape], {"rows": payload})
+    return True
 
 
 def _pg_copy_rows(conn: Connection, table: sa.Table, rows: Sequence[dict]) -> bool:

@@ -23,14 +23,13 @@ import operator
 import os
 from typing import Any, Collection, Iterable, Protocol
 
-import msgspec
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..db.queries import query
 from ..db.tables import channels, chat_history
 from ..utc_text import utc_texts
-from .base import Rows, insert_for, select_in
+from .base import JSON_TEXT, Rows, insert_for, select_in
 
 UTC = dt.timezone.utc
 SORT_THREADS = 4  # SQLite's helper threads for an index build (restore_message_indexes)
@@ -48,14 +47,7 @@ _MESSAGE_TIMES = tuple(i for i, c in enumerate(chat_history.columns)
                        if isinstance(getattr(c.type, "impl", c.type), sa.DateTime))
 
 
-def _subclass_text(value):
-    """msgspec encodes `datetime` itself, not its subclasses (freezegun's, pendulum's): as text."""
-    if isinstance(value, (dt.datetime, dt.date)):
-        return value.isoformat()
-    raise NotImplementedError(f"cannot encode {type(value).__name__} as JSON")
-
-
-_JSON = msgspec.json.Encoder(enc_hook=_subclass_text)
+_JSON = JSON_TEXT
 
 
 class IngestStorage(Protocol):

@@ -227,3 +227,56 @@ def test_deleting_partition_days_removes_exactly_their_rows(store, n):
         item_days = sorted({str(r[0]) for r in conn.execute(sa.text("SELECT day FROM memory_items WHERE kind = 'daily'"))})
     assert left == [d.isoformat() for d in days[n:]]
     assert item_days == left  # the search items went with them
+
+
+def test_a_postgresql_upsert_batch_is_one_statement(store):
+    """PostgreSQL: an upsert batch is one INSERT … SELECT FROM json_populate_recordset … ON
+    CONFLICT: every column's value as the row-by-row upsert stores it (times, dates, JSON,
+    booleans, NULLs, texts of every kind), the later of two rows with one key winning."""
+    if store.dialect != "postgresql":
+        pytest.skip("the set-based upsert is PostgreSQL's")
+    from pipeline.db.tables import memory_context
+    from pipeline.store.base import insert_for
+    from pipeline.store.derived import _upsert_statement
+
+    keys = ("scope", "user_id")
+
+    def rows(tag: str) -> list[dict]:
+        return [{"scope": f"guild:{10 + i % 2}", "user_id": i, "context": f"{TEXTS[i % len(TEXTS)]} {tag}",
+                 "as_of_day": dt.date(2026, 11, 1 + i % 5), "made_at": dt.datetime(2026, 11, 6, 1, 2, 3, i, tzinfo=UTC),
+                 "input_hash": tag * 64, "inputs": {"day1": [["guild:10", "2026-11-05", tag]], "n": i, "x": None},
+                 "degraded": bool(i % 2), "degraded_reason": None if i % 3 else f"why {tag}", "attempts": 1 + i % 4,
+                 "recent": None if i % 2 else TEXTS[(i + 1) % len(TEXTS)], "recent_hash": None} for i in range(24)]
+
+    def upsert(conn, batch, *, plain: bool) -> None:
+        statement = _upsert_statement("postgresql", insert_for(conn), memory_context, keys, tuple(batch[0]))
+        if plain:
+            conn.execute(statement, batch)
+        else:
+            insert_rows(conn, memory_context, batch, conflict_keys=keys, fallback=statement)
+
+    results = []
+    for plain in (False, True):
+        with store.writing("reset") as conn:
+            conn.execute(sa.delete(memory_context))
+        sent: list[str] = []
+        listener = lambda *a: sent.append(a[2])  # noqa: E731
+        sa.event.listen(store.engine, "before_cursor_execute", listener)
+        with store.writing("first") as conn:
+            upsert(conn, rows("a"), plain=plain)
+        with store.writing("again") as conn:  # updates, new rows, and a key twice (the later wins)
+            upsert(conn, rows("b")[:12] + rows("c")[20:] + rows("d")[3:4], plain=plain)
+        sa.event.remove(store.engine, "before_cursor_execute", listener)
+        if not plain:
+            assert len(sent) == 2 and all("json_populate_recordset" in s for s in sent)
+        results.append(_stored(store, memory_context))
+    assert results[0] == results[1] and len(results[0]) == 24
+    got = {r[1]: r for r in results[0]}
+    assert got[3][2].endswith(" d") and got[5][2].endswith(" b") and got[21][2].endswith(" c")
+
+    # what JSON cannot carry as bound (a naive time) goes row by row, and fails as it did
+    naive = rows("e")
+    naive[2]["made_at"] = dt.datetime(2026, 11, 6)
+    with pytest.raises(StoreError, match="timezone-aware"):
+        with store.writing("bulk") as conn:
+            upsert(conn, naive, plain=False)
