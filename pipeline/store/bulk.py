@@ -1,5 +1,5 @@
-"""Many rows into (or, by key, out of) a table whose triggers feed the search index, as one
-statement on SQLite.
+"""Many rows into (or, by key, out of) a table as one statement: on SQLite into the tables whose
+triggers feed the search index, on PostgreSQL into any.
 
 Why: FTS5 writes its pending terms out as a new index segment at every statement savepoint, and
 SQLite opens one for each row an executemany() steps through when the table has triggers (the
@@ -24,7 +24,9 @@ executemany would have sent), so the server parses and checks it as the insert w
 row triggers fire alike. executemany sends a statement per row: inserting daily summaries and
 facts was about half of a cheap nightly's time on PostgreSQL (py-spy, slice of the large bench
 corpus). 20,000 fact rows in batches of 200, search trigger on: 6.2-6.3 s with executemany,
-2.8-2.9 s by COPY (client CPU 1.7-1.9 s -> 0.5-0.6 s).
+2.8-2.9 s by COPY (client CPU 1.7-1.9 s -> 0.5-0.6 s). An upsert batch there is one INSERT …
+SELECT FROM json_populate_recordset … ON CONFLICT (`_pg_upsert_rows`): 2 x 10,000 contexts in
+batches of 300, 4.5-4.7 s row by row, 1.5-1.7 s so (client CPU 2.0 s -> 0.2 s).
 """
 
 from __future__ import annotations
