@@ -75,6 +75,17 @@ def insert_rows(conn: Connection, table: sa.Table, rows: Sequence[dict], *,
 _PG_UPSERTS: dict[tuple, str] = {}
 
 
+def _uniform(table: sa.Table, rows: Sequence[dict]) -> tuple[str, ...] | None:
+    """The rows' columns when every row has the same ones and no column left out has a
+    Python-side default (which only SQLAlchemy's own insert fills in); else None."""
+    columns = tuple(rows[0])
+    if any(table.c[k].default is not None for k in table.c.keys() if k not in columns):
+        return None
+    if any(row.keys() != rows[0].keys() for row in rows):
+        return None
+    return columns
+
+
 def _pg_upsert_rows(conn: Connection, table: sa.Table, rows: Sequence[dict], keys: tuple[str, ...]) -> bool:
     """PostgreSQL: the upsert of every row as one statement, the rows in one JSON text read back
     as the table's own row type (json_populate_recordset), so each value is parsed as its
@@ -82,20 +93,21 @@ def _pg_upsert_rows(conn: Connection, table: sa.Table, rows: Sequence[dict], key
     (nothing sent) where JSON cannot carry the rows as the insert would bind them — shapes that
     differ, a value its column refuses, a float that is not finite, a type JSON has no form for:
     the caller's executemany then binds or raises as ever."""
-    columns = tuple(rows[0])
-    if any(table.c[k].default is not None for k in table.c.keys() if k not in columns):
-        return False
-    if any(row.keys() != rows[0].keys() for row in rows):
+    columns = _uniform(table, rows)
+    if columns is None:
         return False
     dialect = conn.dialect
     convert = [None if isinstance(table.c[k].type, sa.JSON) else table.c[k].type.dialect_impl(dialect).bind_processor(dialect)
                for k in columns]
     floats = [k for k in columns if isinstance(table.c[k].type, sa.Float)]
+    documents = [k for k, p in zip(columns, convert) if p is None and isinstance(table.c[k].type, sa.JSON)]
     last: dict[tuple, dict] = {}
     try:
         for row in rows:
             if any(row[k] is not None and not math.isfinite(row[k]) for k in floats):
                 return False  # JSON has no NaN: executemany binds it as ever
+            if any(row[k] is None for k in documents):
+                return False  # a document None is JSON null row by row, SQL NULL from a recordset
             last[tuple(row[k] for k in keys)] = {k: row[k] if p is None else p(row[k]) for k, p in zip(columns, convert)}
         payload = JSON_TEXT.encode(list(last.values())).decode()
     except Exception:  # noqa: BLE001 — executemany binds them again and raises its own error
@@ -115,10 +127,8 @@ def _pg_copy_rows(conn: Connection, table: sa.Table, rows: Sequence[dict]) -> bo
     """COPY the rows into `table` (PostgreSQL, text format, on the caller's transaction); False
     (nothing sent) when their shapes differ, a column left out has a Python-side default or a
     value fails its column's bind processor: executemany then binds them as ever."""
-    columns = tuple(rows[0])
-    if any(table.c[k].default is not None for k in table.c.keys() if k not in columns):
-        return False
-    if any(row.keys() != rows[0].keys() for row in rows):
+    columns = _uniform(table, rows)
+    if columns is None:
         return False
     dialect = conn.dialect
     processors = [table.c[k].type.dialect_impl(dialect).bind_processor(dialect) for k in columns]
@@ -156,15 +166,10 @@ def delete_keyed(conn: Connection, table: sa.Table, keys: tuple[str, ...], value
 
 
 def _json_rows(conn: Connection, table: sa.Table, rows: Sequence[dict]) -> str | None:
-    columns = tuple(rows[0])
-    if any(table.c[k].default is not None for k in table.c.keys() if k not in columns):
-        return None  # a Python-side default only SQLAlchemy's own insert fills in
-    if any(len(row) != len(columns) for row in rows):
-        return None  # rows of different shapes: executemany says what is missing
-    try:
-        return _json_values(conn, table, columns, [[row[k] for k in columns] for row in rows])
-    except KeyError:
-        return None
+    columns = _uniform(table, rows)
+    if columns is None:
+        return None  # rows of different shapes (executemany says what is missing), or a default to fill
+    return _json_values(conn, table, columns, [[row[k] for k in columns] for row in rows])
 
 
 def _json_values(conn: Connection, table: sa.Table, columns: tuple[str, ...], rows: Sequence[Sequence]) -> str | None:

@@ -274,6 +274,14 @@ def test_a_postgresql_upsert_batch_is_one_statement(store):
     got = {r[1]: r for r in results[0]}
     assert got[3][2].endswith(" d") and got[5][2].endswith(" b") and got[21][2].endswith(" c")
 
+    # a document None is JSON null row by row (NOT NULL holds): so it goes row by row
+    nulls = rows("n")[:3]
+    nulls[1]["inputs"] = None
+    with store.writing("bulk") as conn:
+        upsert(conn, nulls, plain=False)
+    with store.engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT jsonb_typeof(inputs) FROM memory_context WHERE user_id = 1").scalar() == "null"
+
     # what JSON cannot carry as bound (a naive time) goes row by row, and fails as it did
     naive = rows("e")
     naive[2]["made_at"] = dt.datetime(2026, 11, 6)
