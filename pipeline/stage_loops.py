@@ -14,7 +14,8 @@ from .stages.context import RunContext
 from .stages.daily import _UNKNOWN as _UNREAD
 from .stages.daily import load_partition_days, run_daily
 from .stages.historical import run_historical
-from .stages.merge import MERGED_FACT_COLUMNS, Day1For, MergeInputs, plan_merges, run_merge_jobs
+from .stages.merge import Day1For, plan_merges, run_merge_jobs
+from .stages.merge_inputs import MERGED_FACT_COLUMNS, MergeInputs
 from .stages.processes import spread
 from .stages.refresh import ItemStatus
 

@@ -33,7 +33,7 @@ from ..ids import parse_id
 from ..ingest import delete_messages
 from ..ingest.deletion import partition_days_of
 from ..stages.erased import name_word_keys
-from ..stages.merge import MergeInputs
+from ..stages.merge_inputs import MergeInputs
 from ..summarize.text import STOPWORDS, names_person, tokens
 from .audit import erased_key, record, requester_id
 from .auth import authorize

@@ -13,7 +13,7 @@ from ..clock import Clock, system_clock
 from ..config import Settings
 from ..ids import parse_id
 from ..memory.views import fact_line, facts_for
-from ..stages.merge import MergeInputs
+from ..stages.merge_inputs import MergeInputs
 from .audit import record
 from .auth import authorize
 from .pause import ANY, open_pauses

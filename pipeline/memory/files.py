@@ -29,7 +29,7 @@ from ..calendar import Scope, parse_scope
 from ..errors import IdError, MempipeError
 from ..ids import parse_id
 from ..store import StageStorage
-from ..stages.merge import MergeInputs
+from ..stages.merge_inputs import MergeInputs
 
 PROFILE_FILE = "MEMORY.md"
 JOURNAL_DIR = "journal"

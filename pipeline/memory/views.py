@@ -15,7 +15,7 @@ from ..calendar import Scope, parse_scope
 from ..errors import MempipeError
 from ..ids import parse_id
 from ..store import StageStorage
-from ..stages.merge import MergeInputs
+from ..stages.merge_inputs import MergeInputs
 from .model import CATEGORIES, LEVELS
 
 SOURCES_SHOWN = 3  # a fact's sources listed on its line; the rest counted (--json has them all)

@@ -15,7 +15,8 @@ from ..summarize.text import clean, mentions_fact
 from .context import RunContext
 from .extraction import manual_row
 from .forgetting import reach_of_forget
-from .merge import MergeInputs, merge_one
+from .merge import merge_one
+from .merge_inputs import MergeInputs
 
 MAX_FACT_CHARS = 300
 

@@ -17,7 +17,7 @@ from typing import Iterable
 from ..calendar import parse_scope
 from ..store import StageStorage
 from ..summarize.text import names_person, scrub, tokens
-from .merge import MergeInputs
+from .merge_inputs import MergeInputs
 
 
 @dataclass(frozen=True)

@@ -25,123 +25,22 @@ import datetime as dt
 import logging
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import Callable
 
 from ..calendar import Scope, merge_item_key, parse_scope
 from ..hashing import input_hash
-from ..memory.audience import is_one_to_one, source_partitions
 from ..memory.profile import UserFacts
 from ..safety import safe_name
-from ..store import StageStorage
-from ..store.derived import CONTEXT_STATE
 from ..summarize.safe_text import SAFE_TEXT, clean
 from .context import RunContext
 from .historical import BUILT_FROM_DEGRADED
+from .merge_inputs import MERGED_FACT_COLUMNS, MergeInputs
 from .recent import (RENDER, RENDER_CUT, RENDER_FIT, dated, join_recent, keeps_stored, recent_parts, render_recent_within,
                      where_labels, word_marks)
 from .refresh import Item, ItemStatus, next_attempts, refresh_item
 
 Day1For = Callable[[int | None], dt.date]  # guild id (None for DMs) -> that guild's day 1
-# What a merge reads of a fact (memory/profile.py; with id and user_id): not its sources (JSON,
-# decoded row by row: about half of reading a run's facts on PostgreSQL), input hash or times.
-MERGED_FACT_COLUMNS = ("partition", "level", "category", "text", "fact_key", "confidence", "event_day",
-                       "first_seen", "last_seen", "status", "superseded_on", "origin")
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Audience:
-    """Who can read what, for every user: the channels and how many people spoke in each DM."""
-    channels: dict[int, dict]
-    dm_speakers: dict[str, int]
-
-
-class MergeInputs:
-    """What merges read, in bulk: for a whole run (every user), or narrowed to some users with
-    the same queries (a remember / forget refreshes one user's contexts; a worker's merge job and
-    a merge stage spread over processes read each group's users' inputs)."""
-
-    def __init__(self, store: StageStorage, day1s: Iterable[dt.date], user_ids: Iterable[int] | None = None,
-                 *, audience: Audience | None = None, fact_columns: Sequence[str] | None = None):
-        """`audience`: the audience data (`.audience`) of inputs read earlier in this run, used
-        instead of reading it again (it is every user's, however few users these are for).
-        `fact_columns`: read only these of each fact (MERGED_FACT_COLUMNS: inputs for merges only)."""
-        self.store = store
-        users = None if user_ids is None else sorted(set(user_ids))
-        self.channels = store.channels() if audience is None else audience.channels
-        self.dm_speakers = store.dm_speaker_counts() if audience is None else audience.dm_speakers
-        self.fact_rows: dict[int, list[dict]] = defaultdict(list)
-        for r in store.memory_facts(user_ids=users, columns=fact_columns):
-            self.fact_rows[r["user_id"]].append(r)
-        prows = store.profiles(text=False, user_ids=users)
-        self.profiles = {(r["scope"], r["user_id"]): r for r in prows}
-        self._until = max(day1s, default=None)
-        self._last_active: dict[int, list[tuple[str, dt.date]]] | None = None
-        self.daily = {(r["partition"], r["day"], r["user_id"]): r for r in store.dailies(day1s, user_ids=users)}
-        self.hist = {(r["partition"], r["day"], r["user_id"]): r for r in store.historicals(day1s, user_ids=users)}
-        self.names = store.member_names(users)
-        rows = store.contexts(text=False, user_ids=users)
-        self.contexts = {(r["scope"], r["user_id"]): {k: r.get(k) for k in CONTEXT_STATE} for r in rows}
-        self._user_partitions: dict[int, list[str]] = {}
-        self._user_facts: dict[int, UserFacts] = {}
-
-    @property
-    def audience(self) -> Audience:
-        return Audience(self.channels, self.dm_speakers)
-
-    def user_facts(self, user_id: int) -> UserFacts:
-        """The user's facts, indexed once for all their scopes (memory/profile.py `UserFacts`)."""
-        if user_id not in self._user_facts:
-            self._user_facts[user_id] = UserFacts(self.fact_rows.get(user_id, ()))
-        return self._user_facts[user_id]
-
-    def preload_user_partitions(self, user_ids: Iterable[int]) -> None:
-        # membership per id, not `set(...) - set(self._user_partitions)`: called once per merge,
-        # copying every known user each time was quadratic (51 s of a 1M-message run's merges)
-        wanted = {u for u in user_ids if u not in self._user_partitions}
-        if wanted:
-            found = self.store.partitions_of_users(wanted)
-            self._user_partitions.update({u: found.get(u, []) for u in wanted})
-
-    def user_partitions(self, user_id: int) -> list[str]:
-        self.preload_user_partitions([user_id])
-        return self._user_partitions[user_id]
-
-    def guild_of(self, partition: str) -> int | None:
-        kind, _, ident = partition.partition(":")
-        if kind == "guild":
-            return int(ident)
-        if kind == "channel":
-            row = self.channels.get(int(ident))
-            return row["guild_id"] if row else None
-        return None
-
-    def is_private_dm(self, partition: str) -> bool:
-        """One-to-one only when the input said so (and never that it is a group) and at most one
-        person has written in it; an unknown DM, or one whose kind was never stated, is not."""
-        return is_one_to_one(self.channels.get(int(partition.partition(":")[2])), self.dm_speakers.get(partition, 0))
-
-    def source_partitions(self, scope: Scope, user_id: int) -> list[str]:
-        """The audience rule (pipeline/memory/audience.py) over this run's bulk audience data."""
-        return source_partitions(scope, user_id, guild_of=self.guild_of, is_private_dm=self.is_private_dm,
-                                 user_partitions=self.user_partitions)
-
-    def last_active(self, sources: list[str], user_id: int, as_of: dt.date, facts: list[dict]) -> dt.date | None:
-        """The user's latest day with a summary in these partitions (or, once summaries are gone,
-        the latest day a fact they may read was said), up to as_of."""
-        if self._last_active is None:
-            self._last_active = defaultdict(list)
-            found = self.store.last_active_days(self._until or as_of, sorted(self.fact_rows))
-            for (p, u), d in found.items():
-                self._last_active[u].append((p, d))
-        allowed = set(sources)
-        days = [d for p, d in self._last_active.get(user_id, ()) if p in allowed and d <= as_of]
-        days += [r["last_seen"] for r in facts if r["last_seen"] <= as_of]
-        return max(days, default=None)
-
-    def name(self, scope: Scope | str, user_id: int) -> str | None:
-        """The user's display name in the scope's own partition (a one-to-one DM: the DM's own)."""
-        return self.names.get((str(scope), user_id))
 
 
 async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1For,

@@ -27,7 +27,7 @@ from ..errors import InputError
 from ..memory.requests import FORGET, UNSAFE
 from ..summarize.base import PartitionDay
 from .context import RunContext
-from .merge import MergeInputs
+from .merge_inputs import MergeInputs
 
 
 def noted(ctx: RunContext, pd: PartitionDay, given: PartitionDay, requests: list,

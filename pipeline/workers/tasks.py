@@ -20,7 +20,8 @@ from ..safety import redact
 from ..stages.context import REPORTED_COUNTS, RunContext
 from ..stages.daily import load_partition_days, run_daily
 from ..stages.historical import run_historical
-from ..stages.merge import MERGED_FACT_COLUMNS, MergeInputs, run_merge_jobs
+from ..stages.merge import run_merge_jobs
+from ..stages.merge_inputs import MERGED_FACT_COLUMNS, MergeInputs
 from ..stages.refresh import ItemStatus
 from .jobs import DAILY, HISTORICAL, MERGES, day1_by_zone
 

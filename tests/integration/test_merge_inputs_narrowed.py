@@ -9,7 +9,7 @@ import datetime as dt
 import pytest
 
 from pipeline.ingest import import_files
-from pipeline.stages.merge import MERGED_FACT_COLUMNS, MergeInputs
+from pipeline.stages.merge_inputs import MERGED_FACT_COLUMNS, MergeInputs
 from pipeline.testing import InMemoryStageStore
 from tests.conftest import SAMPLE
 from tests.helpers import replay
