@@ -187,6 +187,15 @@ class StoreBase:
         with self.reading(op) as conn:
             return as_dicts(conn.execute(stmt))
 
+    def rows_of_users(self, op: str, q: sa.Select, user_id: sa.ColumnElement, user_ids: Iterable[int] | None,
+                      order: tuple[str, ...]) -> list[dict]:
+        """`q`'s rows: every one (user_ids None), or those of these users, read a chunk of ids at
+        a time and put back in `order` (the query's own) across the chunks."""
+        if user_ids is None:
+            return self.rows(op, q)
+        rows = self.rows_in(op, lambda ids: q.where(user_id.in_(ids)), user_ids)
+        return sorted(rows, key=lambda r: tuple(r[k] for k in order))
+
     def rows_in(self, op: str, make: Callable[[list], sa.Select], values: Iterable) -> list[dict]:
         with self.reading(op) as conn:
             out: list[dict] = []

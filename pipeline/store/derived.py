@@ -205,10 +205,7 @@ class DerivedStore:
         q = sa.select(table).where(c.day.in_(sorted(set(days)))).order_by(c.partition, c.user_id, c.day)
         if partition is not None:
             q = q.where(c.partition == partition)
-        if user_ids is None:
-            return self.rows(op, q)
-        rows = self.rows_in(op, lambda ids: q.where(c.user_id.in_(ids)), user_ids)
-        return sorted(rows, key=lambda r: (r["partition"], r["user_id"], r["day"]))  # one order across chunks
+        return self.rows_of_users(op, q, c.user_id, user_ids, ("partition", "user_id", "day"))
 
     def delete_historicals(self, partition: str, day: dt.date, user_ids: Iterable[int]) -> None:
         c = historical_summaries.c
@@ -258,10 +255,7 @@ class DerivedStore:
             q = q.where(c.scope == scope)
         if user_id is not None:
             q = q.where(c.user_id == user_id)
-        if user_ids is None:
-            return self.rows("listing contexts", q)
-        rows = self.rows_in("listing contexts", lambda ids: q.where(c.user_id.in_(ids)), user_ids)
-        return sorted(rows, key=lambda r: (r["scope"], r["user_id"]))  # one order across chunks
+        return self.rows_of_users("listing contexts", q, c.user_id, user_ids, ("scope", "user_id"))
 
     # ------------------------------------------------------------------ writes
 

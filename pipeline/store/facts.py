@@ -175,10 +175,7 @@ class FactsStore:
             q = q.where(c.scope == scope)
         if user_id is not None:
             q = q.where(c.user_id == user_id)
-        if user_ids is None:
-            return self.rows("reading profiles", q)
-        rows = self.rows_in("reading profiles", lambda ids: q.where(c.user_id.in_(ids)), user_ids)
-        return sorted(rows, key=lambda r: (r["scope"], r["user_id"]))  # one order across chunks
+        return self.rows_of_users("reading profiles", q, c.user_id, user_ids, ("scope", "user_id"))
 
     def forgotten(self, user_ids: Iterable[int] | None = None) -> list[dict]:
         """What users asked to forget (scope, user_id, fact), oldest first. None: every user."""
