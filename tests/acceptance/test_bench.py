@@ -45,6 +45,7 @@ def test_every_section_is_measured_and_reported(bench):
     assert 0 < s["quota"]["variants"][0]["share"] <= 1.0
     assert s["quota"]["variants"][0]["max_in_window"] <= s["quota"]["variants"][0]["limit"]
     assert s["read"]["databases"]["sqlite"]["get_context"]["p99_ms"] > 0
+    assert isinstance(s["read"]["databases"]["sqlite"]["pinned"], bool)
     for part in ("replay", "nightly", "live"):
         assert s["cost"][part]["prompt_tokens_with_system"] > 0 and s["cost"][part]["prompt_per_chat_token"] > 0
     if os.environ.get("CI") == "true":  # CI has PostgreSQL: its halves must have run
