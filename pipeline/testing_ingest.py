@@ -21,6 +21,9 @@ class InMemoryIngest:
     def write_message_records(self, conn, records, stored) -> None:  # the importer's ready rows (datetimes here)
         self.write_messages(conn, [dict(zip(MESSAGE_COLUMNS, record)) for record in records], stored)
 
+    def copy_new_messages(self, conn, records) -> bool:  # the SQL store's PostgreSQL shortcut: not here
+        return False
+
     @_recorded
     def write_members(self, conn, rows) -> None:
         self._merge("members", rows, lambda old, new: {"display_name": new["display_name"], "seen_at": new["seen_at"]}

@@ -8,7 +8,8 @@ The importer's rows come ready (`write_message_records`: tuples in table order, 
 pipeline/ingest/batches.py, SQLite's times already text); dicts given to `write_messages` become
 such tuples once, here, with no per-value type processing: timestamps are checked aware and
 rendered once (UTC text for SQLite; psycopg sends datetimes as they are). Members: one statement
-(PostgreSQL: a JSON array; SQLite: `sqlite_members_upsert` of plain values). The stored copies of a batch's messages are read with one statement per batch (`*_stored_messages`).
+(PostgreSQL: a JSON array; SQLite: `sqlite_members_upsert` of plain values). The stored copies of a batch's messages are read with one statement per batch (`*_stored_messages`);
+PostgreSQL's importer first tries a batch as all new without that read (`copy_new_messages`).
 Both: idempotent by (channel id, message id); a strictly newer edited_ts replaces text and
 edited_ts, nothing else changes (author_name keeps the name at the message's time), and never
 for another author (the importer refuses such a copy first; the upserts would leave the stored
@@ -56,6 +57,7 @@ class IngestStorage(Protocol):
     def transaction(self): ...
     def write_messages(self, conn: Connection, rows: Rows, stored: Collection[tuple[int, int]] | None = None) -> None: ...
     def write_message_records(self, conn: Connection, records: list[tuple], stored: Collection[tuple[int, int]]) -> None: ...
+    def copy_new_messages(self, conn: Connection, records: list[tuple]) -> bool: ...
     def write_members(self, conn: Connection, rows: Iterable[dict]) -> None: ...
     def write_channels(self, conn: Connection, rows: Iterable[dict]) -> None: ...
     def stored_channels(self, conn: Connection, channel_ids: Iterable[int]) -> dict[int, dict]: ...
@@ -92,6 +94,17 @@ class IngestStore:
             _pg_copy_messages(conn, records, stored)
         else:
             _sqlite_upsert(conn, query("sqlite_messages_upsert"), records)
+
+    def copy_new_messages(self, conn: Connection, records: list[tuple]) -> bool:
+        """PostgreSQL: copy a batch of ready rows (as write_message_records takes them) straight
+        into chat_history on the guess that none of them is stored yet, without reading first —
+        under a savepoint, so that when one is (an earlier import, an earlier batch of this one,
+        another writer's), nothing of the batch is kept and False is returned; the caller then
+        reads what is stored and writes the batch as ever. True: every row was new and is written.
+        Other databases: False, and nothing is done (SQLite's upsert costs the same either way)."""
+        if not records or conn.dialect.name != "postgresql":
+            return False
+        return _pg_copy(conn, "pg_copy_new", records, savepoint=True)
 
     def write_members(self, conn: Connection, rows: Iterable[dict[str, Any]]) -> None:
         rows = list(rows)
@@ -178,7 +191,7 @@ class IngestStore:
 
 
 # PostgreSQL bulk ingest. COPY has no ON CONFLICT. A batch's messages whose key is not stored
-# (one read) are copied straight into chat_history — the fast path of every import of new
+# (one read, or none: `copy_new_messages` guesses that no key is) are copied straight into chat_history — the fast path of every import of new
 # messages, about 1.3x the upsert's speed here (bench/sections/ingest.py) — under a savepoint:
 # should a concurrent writer store one of them meanwhile, the COPY fails on the key, is rolled
 # back to the savepoint, and those rows join the others. The others (stored already: a re-import,

@@ -198,8 +198,8 @@ def test_postgresql_ingest_goes_through_copy(store, settings, tmp_path, db_kind)
     # new messages are copied straight into chat_history: no row-by-row INSERT, no staging
     assert not log.matching(r"\bINSERT INTO chat_history\b")
     assert not log.matching(rf"^CREATE TEMPORARY TABLE {STAGING}")
-    # one read of the stored keys a batch: the writer's check; the COPY's split reuses its answer
-    assert len(log.matching(r"\bFROM json_array_elements\(")) == batches
+    # no read of the stored keys: each batch is guessed new and copied (pipeline/ingest/writer.py)
+    assert not log.matching(r"\bFROM json_array_elements\(")
 
     # the same file again: every key is stored, so each batch goes COPY -> staging -> one upsert
     log = StatementLog(store.engine)
@@ -208,6 +208,9 @@ def test_postgresql_ingest_goes_through_copy(store, settings, tmp_path, db_kind)
     finally:
         log.close()
     assert store.count_messages() == n
+    # the first batch's guess fails on its stored keys; from then on each batch's are read first
+    # (one read a batch; the COPY's split reuses its answer)
+    assert len(log.matching(r"\bFROM json_array_elements\(")) == batches
     inserts = log.matching(r"^INSERT INTO chat_history\b")
     assert len(inserts) == batches
     for statement, executemany in inserts:  # one set-based statement per batch, no row values
@@ -222,25 +225,33 @@ def test_postgresql_ingest_goes_through_copy(store, settings, tmp_path, db_kind)
 
 
 def test_postgresql_a_concurrent_copy_of_new_messages_goes_through_the_upsert(store, settings, tmp_path, db_kind):
-    """The split into new and stored rows is read before the COPY: a message another writer
-    stores in between makes the COPY fail on the key, and the batch is merged by the upsert."""
+    """A message stored before a batch makes the batch's guess (copy it all as new) fail: the
+    batch is read, that message counted unchanged. A message another writer stores between that
+    read and the COPY of the batch's new messages makes that COPY fail on the key too, and the
+    batch is merged by the upsert."""
     if db_kind != "postgresql":
         pytest.skip("the COPY path is PostgreSQL's")
     from pipeline.store import ingest as store_ingest
 
     rows = generate_rows(50)
+    import_files(store, write_jsonl(tmp_path / "first.jsonl", rows[:1]), settings)
     path = write_jsonl(tmp_path / "race.jsonl", rows)
     real = store_ingest._pg_copy
+    copies: list[int] = []
 
     def raced(conn, name, records, *, savepoint):
-        if name == "pg_copy_new":  # as if another writer stored the first one after the split was read
-            conn.execute(sa.insert(chat_history), [dict(zip(MESSAGE_COLUMNS, records[0]))])
+        if name == "pg_copy_new":
+            copies.append(len(records))
+            if len(copies) == 2:  # as if another writer stored the first new one after the batch was read
+                conn.execute(sa.insert(chat_history), [dict(zip(MESSAGE_COLUMNS, records[0]))])
         return real(conn, name, records, savepoint=savepoint)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(store_ingest, "_pg_copy", raced)
         report = import_files(store, path, settings)
-    assert report.new == 50  # a count of what the import read: the raced row was not stored before it
+    assert copies == [50, 49]  # the guess of all 50, then the 49 the read found new
+    # counts of what the import read: the raced row was not stored when the batch was read
+    assert (report.new, report.unchanged) == (49, 1)
     assert store.count_messages() == 50
     assert [r[0] for r in normalized(store)] == sorted(int(r["message_id"]) for r in rows)
 
