@@ -44,8 +44,8 @@ class Writer:
         self.text_times = dialect is not None and dialect.name == "sqlite"
         # PostgreSQL: a batch is first copied as new without reading what is stored
         # (store.copy_new_messages); once one turns out to hold a stored message, each batch is
-        # read first, until a read finds none stored. A fresh 1.05M-message import: 101-106k ->
-        # 125-126k msgs/s (the per-batch read was a sixth of it); a re-import pays one failed
+        # read first, until a read finds none stored. A fresh 1.05M-message import: 101-109k ->
+        # 124-128k msgs/s (the per-batch read was a sixth of it); a re-import pays one failed
         # COPY of a batch.
         self.postgres = dialect is not None and dialect.name == "postgresql"
         self.guess_new = self.postgres
