@@ -217,6 +217,7 @@ def render(res: dict) -> list[str]:
            "|---|---|---|---|---|---|"]
     for db, r in res["databases"].items():
         g, w = r["get_context"], r["raw"]
-        out.append(f"| {db}{'' if r.get('pinned') else ' (not pinned)'} | {g['p50_ms']:.3f} / {g['p99_ms']:.3f} | {w['p50_ms']:.3f} / {w['p99_ms']:.3f} | "
+        name = db if r.get("pinned") else f"{db} (not pinned)"
+        out.append(f"| {name} | {g['p50_ms']:.3f} / {g['p99_ms']:.3f} | {w['p50_ms']:.3f} / {w['p99_ms']:.3f} | "
                    f"{r['ratio_p50']:.2f} | {r['ratio_p99']:.2f} | {'met' if r['met'] else '**missed**'} |")
     return out

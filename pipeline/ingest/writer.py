@@ -3,11 +3,11 @@ checking it against the database, inside the importer's one transaction.
 
 Per batch: one read of the stored channels first seen in it, one read of the stored copies of its
 messages (a message already stored may get a newer text, nothing else: pipeline/ingest/batches.py
-says why), one upsert. On PostgreSQL a batch is first copied as all new, without that read
-(`guess_new`): if none of its messages was stored that is the whole write; if one was, the copy is
-undone and the batch goes the way above. Deletions in their place. Members and channels, gathered over the whole
-import, are upserted once when it finishes. The counts of what each message row did (new, edited,
-unchanged) are made here, against the stored copies.
+says why), one upsert. Where the store can (PostgreSQL), a batch is first copied as all new,
+without that read (`guess_new`): if none of its messages was stored that is the whole write; if one
+was, the copy is undone and the batch goes the way above. Deletions in their place. Members and
+channels, gathered over the whole import, are upserted once when it finishes. The counts of what
+each message row did (new, edited, unchanged) are made here, against the stored copies.
 """
 
 from __future__ import annotations
@@ -42,13 +42,12 @@ class Writer:
         # times as the store keeps them: SQLite's UTC text is made by the builder (once, in bulk)
         dialect = getattr(conn, "dialect", None)
         self.text_times = dialect is not None and dialect.name == "sqlite"
-        # PostgreSQL: a batch is first copied as new without reading what is stored
-        # (store.copy_new_messages); once one turns out to hold a stored message, each batch is
-        # read first, until a read finds none stored. A fresh 1.05M-message import: 101-109k ->
-        # 124-128k msgs/s (the per-batch read was a sixth of it); a re-import pays one failed
-        # COPY of a batch.
-        self.postgres = dialect is not None and dialect.name == "postgresql"
-        self.guess_new = self.postgres
+        # A batch is first offered to the store as all new, without reading what is stored
+        # (store.copy_new_messages: PostgreSQL copies it; a store without that path declines at
+        # once); once one turns out to hold a stored message, each batch is read first, until a
+        # read finds none stored. PostgreSQL, a fresh 1.05M-message import: 101-109k -> 124-128k
+        # msgs/s (the per-batch read was a sixth of it); a re-import pays one failed COPY of a batch.
+        self.guess_new = True
         # channel id -> (visibility, guild id, partition, source, where) as first seen in this import
         self.audience: dict[int, tuple[str, int | None, str, str, str]] = {}
         self.unchecked: set[int] = set()  # channels not yet compared with the stored ones
@@ -82,8 +81,7 @@ class Writer:
             stored = self._check_stored_messages(batch)
             self._count(batch, stored)
             self.store.write_message_records(self.conn, batch.records, stored.keys())
-            if self.postgres:
-                self.guess_new = not stored  # an overlap: read first until a batch has nothing stored
+            self.guess_new = not stored  # an overlap: read first until a batch has nothing stored
         # new messages only: a re-import (all unchanged) adds no index entry to save
         if self.deferred_indexes is None and self.report.new >= self.next_index_check:
             self.next_index_check *= 2

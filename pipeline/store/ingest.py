@@ -8,8 +8,9 @@ The importer's rows come ready (`write_message_records`: tuples in table order, 
 pipeline/ingest/batches.py, SQLite's times already text); dicts given to `write_messages` become
 such tuples once, here, with no per-value type processing: timestamps are checked aware and
 rendered once (UTC text for SQLite; psycopg sends datetimes as they are). Members: one statement
-(PostgreSQL: a JSON array; SQLite: `sqlite_members_upsert` of plain values). The stored copies of a batch's messages are read with one statement per batch (`*_stored_messages`);
-PostgreSQL's importer first tries a batch as all new without that read (`copy_new_messages`).
+(PostgreSQL: a JSON array; SQLite: `sqlite_members_upsert` of plain values). The stored copies of
+a batch's messages are read with one statement per batch (`*_stored_messages`); on PostgreSQL the
+importer first tries a batch as all new without that read (`copy_new_messages`).
 Both: idempotent by (channel id, message id); a strictly newer edited_ts replaces text and
 edited_ts, nothing else changes (author_name keeps the name at the message's time), and never
 for another author (the importer refuses such a copy first; the upserts would leave the stored
@@ -191,10 +192,11 @@ class IngestStore:
 
 
 # PostgreSQL bulk ingest. COPY has no ON CONFLICT. A batch's messages whose key is not stored
-# (one read, or none: `copy_new_messages` guesses that no key is) are copied straight into chat_history — the fast path of every import of new
-# messages, about 1.3x the upsert's speed here (bench/sections/ingest.py) — under a savepoint:
-# should a concurrent writer store one of them meanwhile, the COPY fails on the key, is rolled
-# back to the savepoint, and those rows join the others. The others (stored already: a re-import,
+# (one read, or none: `copy_new_messages` guesses that no key is) are copied straight into
+# chat_history — the fast path of every import of new messages, about 1.3x the upsert's speed
+# here (bench/sections/ingest.py) — under a savepoint: should a concurrent writer store one of
+# them meanwhile, the COPY fails on the key, is rolled back to the savepoint, and those rows join
+# the others. The others (stored already: a re-import,
 # an edit) go COPY -> temporary staging table -> one upsert into chat_history. All on the
 # caller's connection and in its transaction: a failed import rolls back everything alike. The
 # staging table lives as long as the transaction (ON COMMIT DROP; a rollback undoes its CREATE),
