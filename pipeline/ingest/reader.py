@@ -43,6 +43,7 @@ from .batches import Batch, Deletions, Failed, Finished, Item
 READER_AFTER_BYTES = 10 * 2 ** 20
 _HEADER = struct.Struct("<Q")  # a frame's length
 _QUEUED_FRAMES = 4  # frames read ahead of the importer (each one batch)
+_MAX_FRAME = 2 ** 31  # a batch is far smaller (batch_size rows of at most max_chars): a longer one is a damaged stream
 
 
 class Spec(msgspec.Struct, array_like=True):
@@ -95,7 +96,7 @@ def _reader(spec: Spec) -> Iterator[Iterator[Item]]:
         pump = threading.Thread(target=_pump, args=(proc.stdout, frames), name="mempipe-reader", daemon=True)
         try:
             try:
-                proc.stdin.write(msgspec.msgpack.encode(spec))
+                write_all(proc.stdin.fileno(), msgspec.msgpack.encode(spec))
                 proc.stdin.close()
             except BrokenPipeError:  # it died at once: reported below, with what it printed
                 pass
@@ -114,24 +115,43 @@ def _reader(spec: Spec) -> Iterator[Iterator[Item]]:
             proc.stdout.close()
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of `data` to the pipe `fd`, as many os.write calls as it takes. Not a buffered
+    file's write: CPython's BufferedWriter, writing a large frame to a pipe whose process is stopped
+    and continued meanwhile (SIGSTOP/SIGCONT: Ctrl-Z then fg, a debugger, a sampling profiler),
+    can put bytes on the pipe twice or not at all; every frame after it is then garbage
+    (tests/integration/test_ingest_reader.py stops and continues a reader mid-import)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def _pump(stdout, frames: queue.Queue) -> None:
-    """Read frames off the reader's stdout into `frames`; None at the end of the pipe."""
+    """Read frames off the reader's stdout into `frames`; None at the end of the pipe, always (a
+    length no frame has, or any error here, ends it too: _items then fails the import, never waits)."""
     try:
         while len(head := stdout.read(_HEADER.size)) == _HEADER.size:
             (size,) = _HEADER.unpack(head)
+            if size > _MAX_FRAME:
+                break
             payload = stdout.read(size)
             if len(payload) < size:
                 break
             frames.put(payload)
-    except (OSError, ValueError):  # (ValueError: the pipe closed under it, the import is over)
+    except Exception:  # noqa: BLE001 (e.g. ValueError: the pipe closed under it, the import is over)
         pass
-    frames.put(None)
+    finally:
+        frames.put(None)
 
 
 def _items(frames: queue.Queue, proc: subprocess.Popen, errors, ended: list[bool]) -> Iterator[Item]:
     decode = msgspec.msgpack.Decoder(Item).decode
     while (payload := frames.get()) is not None:
-        item = decode(payload)
+        try:
+            item = decode(payload)
+        except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
+            proc.kill()
+            raise MempipeError(f"the import's reader process sent a damaged frame ({exc}); nothing was written") from exc
         if type(item) in (Finished, Failed):
             ended.append(True)
         yield item
@@ -153,15 +173,13 @@ def main() -> int:
     from .model import JsonlRow, Validator
 
     spec = msgspec.msgpack.decode(sys.stdin.buffer.read(), type=Spec)
-    out = sys.stdout.buffer
+    out = sys.stdout.fileno()
     sys.stdout = sys.stderr  # the pipe carries frames only
     encode = msgspec.msgpack.Encoder().encode
 
     def emit(item: Item) -> None:
         payload = encode(item)
-        out.write(_HEADER.pack(len(payload)))
-        out.write(payload)
-        out.flush()
+        write_all(out, _HEADER.pack(len(payload)) + payload)
 
     report = IngestReport()
     validator = Validator()

@@ -4,10 +4,15 @@ both databases, and a reader that dies must fail the import, never end it early.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import os
+import signal
 import stat
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -143,3 +148,52 @@ def test_the_reader_process_starts_without_the_database_code(store, settings, tm
     heavy = sorted(m for m in modules if m.split(".")[0] in ("sqlalchemy", "pydantic", "pydantic_settings", "psycopg")
                    or m in ("pipeline.store", "pipeline.config", "pipeline.db"))
     assert heavy == []
+
+
+def test_a_reader_stopped_and_continued_mid_import_sends_every_frame_whole(sqlite_store, settings, tmp_path,
+                                                                          reader_runs):
+    """Ctrl-Z then fg, a debugger or a sampling profiler stop and continue the reader while it writes
+    a frame larger than the pipe holds: a buffered file's write then sent some bytes twice or not
+    at all (every frame after it garbage, the import failed); reader.write_all sends each whole."""
+    rows = generate_rows(40 * BATCH, seed=13)
+    path = write_jsonl(tmp_path / "rows.jsonl", rows)
+    done = threading.Event()
+    stops = 0
+
+    def stop_and_continue() -> None:
+        nonlocal stops
+        while not procs and not done.is_set():
+            time.sleep(0.001)
+        while not done.is_set() and procs[0].poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(procs[0].pid, signal.SIGSTOP)
+                time.sleep(0.002)
+                os.kill(procs[0].pid, signal.SIGCONT)
+                stops += 1
+            time.sleep(0.003)
+
+    pest = threading.Thread(target=stop_and_continue)
+    pest.start()
+    try:
+        report = import_files(sqlite_store, path, settings, clock=NOW)
+    finally:
+        done.set()
+        pest.join()
+        if procs and procs[0].poll() is None:
+            os.kill(procs[0].pid, signal.SIGCONT)
+    assert stops > 20  # (it was stopped while it sent)
+    assert report.new == len(rows) and sqlite_store.count_messages() == len(rows)
+
+
+@pytest.mark.parametrize("frames", [
+    pytest.param("struct.pack('<Q', 5) + b'\\xb0\\x8c\\xff\\xc8\\x01'", id="garbage-payload"),
+    pytest.param("struct.pack('<Q', 2 ** 62) + b'x' * 100", id="impossible-length"),
+])
+def test_a_damaged_frame_fails_the_import_and_never_hangs_it(store, settings, tmp_path, reader_runs, monkeypatch, frames):
+    path = write_jsonl(tmp_path / "rows.jsonl", generate_rows(50, seed=14))
+    writer = f"import struct, sys; sys.stdout.buffer.write({frames})"
+    monkeypatch.setattr(reader_module.sys, "executable",
+                        _fake_python(tmp_path, f"cat >/dev/null; '{sys.executable}' -c \"{writer}\""))
+    with pytest.raises(MempipeError, match=r"damaged frame|ended before the end of the input") as raised:
+        import_files(store, path, settings)
+    assert "nothing was written" in str(raised.value) and store.count_messages() == 0
