@@ -31,7 +31,6 @@ batches of 300, 4.5-4.7 s row by row, 1.5-1.7 s so (client CPU 2.0 s -> 0.2 s).
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Sequence
 
@@ -176,9 +175,15 @@ def _json_values(conn: Connection, table: sa.Table, columns: tuple[str, ...], ro
     """`rows` (values in `columns` order) as bound, in one JSON text; None when JSON cannot carry them."""
     dialect = conn.dialect
     processors = [table.c[k].type.dialect_impl(dialect).bind_processor(dialect) for k in columns]
+    floats = [i for i, k in enumerate(columns) if isinstance(table.c[k].type, sa.Float)]
     try:
         values = [[v if p is None else p(v) for v, p in zip(row, processors)] for row in rows]
-        return json.dumps(values, ensure_ascii=False, allow_nan=False)
+        if any(row[i] is not None and not math.isfinite(row[i]) for row in values for i in floats):
+            return None  # JSON has no NaN (msgspec would write null): executemany binds it as ever
+        # msgspec, not json.dumps: the same JSON for these values (text, numbers, null), in a
+        # two thirds of the time (300 summary-sized rows: 0.28 vs 0.42 ms); text, not bytes (SQLite
+        # >= 3.45 would read a BLOB as JSONB)
+        return JSON_TEXT.encode(values).decode()
     except Exception:  # noqa: BLE001 — the statements of old bind it again and raise their own error
         return None
 

@@ -288,3 +288,23 @@ def test_a_postgresql_upsert_batch_is_one_statement(store):
     with pytest.raises(StoreError, match="timezone-aware"):
         with store.writing("bulk") as conn:
             upsert(conn, naive, plain=False)
+
+
+
+@pytest.mark.parametrize("odd", [float("nan"), float("inf"), -float("inf")], ids=["nan", "inf", "-inf"])
+def test_a_batch_with_a_number_json_has_no_form_for_fails_as_executemany_fails(store, odd):
+    # JSON has no NaN or infinity (the JSON encoder would write null): such a batch is bound row
+    # by row, so the database refuses it for what it is (confidence's CHECK, or NOT NULL where
+    # SQLite binds NaN as NULL), not for a null that was never there
+    rows = _facts(6)
+    rows[3]["confidence"] = odd
+    errors = []
+    for how in ("bulk", "executemany"):
+        with pytest.raises(StoreError) as raised:
+            with store.writing(how) as conn:
+                if how == "bulk":
+                    insert_rows(conn, memory_facts, rows)
+                else:
+                    conn.execute(sa.insert(memory_facts), rows)
+        errors.append(str(raised.value).replace(how, ""))
+    assert errors[0] == errors[1] and _stored(store, memory_facts) == []
