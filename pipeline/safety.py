@@ -307,6 +307,7 @@ def _trie(words: list[str]) -> str:
 
 _INSTRUCTION_STEMS = re.compile(_trie(_STEMS.split()).encode())
 _ROLE_STEMS = re.compile(rb"system|assistant|developer|user")  # "system:" needs a colon too
+_BRACKET_STEMS = re.compile(rb"inst|sys|assistant|user")  # "[inst]", "[sys]": both brackets too
 _HEADING_STEMS = re.compile(rb"instruction|system|assistant|user|response|prompt|newrule")  # "### system" a "#"
 _SECRET_STEMS = re.compile(  # on the lower-cased text: the secret rules do not join spaced letters
     rb"\b(?:pass|pwd|pins?\b|seed|recovery|mnemonic|contrasena|mot de passe|mdp|kennwort|senha|api\W?key|apikey|"
@@ -347,11 +348,14 @@ def may_refuse(text: str) -> bool:
     relies on it): keep every pattern unanchored, word boundaries its only context."""
     plain = _screenable(text)
     # a tag needs both its brackets ("<3" alone is no tag)
-    if plain is None or ("<" in plain and ">" in plain) or ("[" in plain and "]" in plain):
+    if plain is None or ("<" in plain and ">" in plain):
         return True
     ascii_ = plain.encode("ascii", "replace")  # an inert character reads "?", a non-word character
     letters = ascii_.translate(_TO_LETTERS, _NOT_LETTERS)
-    if (_INSTRUCTION_STEMS.search(letters) or (":" in plain and _ROLE_STEMS.search(letters))
+    # "[INST]", "[/system]": both square brackets and a role's letters ("[server]", a context's
+    # label, is neither; it was every labelled line of a DM context sent to the slow rule)
+    if (("[" in plain and "]" in plain and _BRACKET_STEMS.search(letters)) or _INSTRUCTION_STEMS.search(letters)
+            or (":" in plain and _ROLE_STEMS.search(letters))
             or ("#" in plain and _HEADING_STEMS.search(letters))):
         return True
     return _SECRET_STEMS.search(ascii_.lower()) is not None
