@@ -288,7 +288,7 @@ _STEMS = """ignor disregard forget overrid bypass discard abandon setaside follo
 vergiss vergesst vergessen missachte esquec desconsider dimentic negeer vergeet zapomnij youarenow yourenow yournow
 fromnowon newinstruction newrule newsysteminstruction newsystemrule yournew actas behaveas roleplayas poseas pretend
 systemprompt systemmessage systeminstruction developermode godmode danmode jailbreakmode unrestrictedmode
-unfilteredmode developermessage developerinstruction jailbr instructions prompt guidelines rules always never
+unfilteredmode developermessage developerinstruction jailbr instructions prompt guidelines rules
 replyonly respondonly answeronly youmustonly youshouldonly youshallonly youwillonly youhavetoonly youneedtoonly"""
 
 
@@ -305,13 +305,16 @@ def _trie(words: list[str]) -> str:
     return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
 
 
-_INSTRUCTION_STEMS = re.compile(_trie(_STEMS.split()).encode())
+# "always"/"never" only with an order after them ("never say", "always answer") or "you must"
+# before them ("you must never"): alone they are in every other sentence of chat ("I never …")
+_ALWAYS_NEVER = rb"(?:always|never)[a-z]*?" + _ORDER.encode() + rb"|you(?:must|should|shall|will|haveto|needto)(?:always|never)"
+_INSTRUCTION_STEMS = re.compile(_trie(_STEMS.split()).encode() + b"|" + _ALWAYS_NEVER)
 _ROLE_STEMS = re.compile(rb"system|assistant|developer|user")  # "system:" needs a colon too
 _BRACKET_STEMS = re.compile(rb"inst|sys|assistant|user")  # "[inst]", "[sys]": both brackets too
 _HEADING_STEMS = re.compile(rb"instruction|system|assistant|user|response|prompt|newrule")  # "### system" a "#"
 _SECRET_STEMS = re.compile(  # on the lower-cased text: the secret rules do not join spaced letters
     rb"\b(?:pass|pwd|pins?\b|seed|recovery|mnemonic|contrasena|mot de passe|mdp|kennwort|senha|api\W?key|apikey|"
-    rb"access key|secret|token|private|backup code|2fa|otp|bearer|begin)|eyj|xox|hooks\.slack|[a-z0-9+/=_\-]{16,}")
+    rb"access key|secret|token|private key|backup code|2fa|otp|bearer|begin)|eyj|xox|hooks\.slack|[a-z0-9+/=_\-]{16,}")
 _FOLDED = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ013457@$"  # what _CONFUSABLES and casefold make ASCII letters
 _TO_LETTERS = bytes.maketrans(_FOLDED, b"abcdefghijklmnopqrstuvwxyzoieastas")
 _NOT_LETTERS = bytes(c for c in range(256) if not (97 <= c <= 122 or c in _FOLDED))
