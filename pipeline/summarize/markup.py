@@ -21,17 +21,19 @@ _NUMBER = re.compile(r"\d{15,}")
 
 def mentioned_ids(text: str) -> set[int]:
     """The users a message mentions (their names are needed to render it)."""
-    return {int(m) for m in _USER.findall(text)}
+    return {int(m) for m in _USER.findall(text)} if "<@" in text else set()
 
 
 def mentioned_channels(text: str) -> set[int]:
-    return {int(m) for m in _CHANNEL.findall(text)}
+    return {int(m) for m in _CHANNEL.findall(text)} if "<#" in text else set()
 
 
 def render(text: str, names: Mapping[int, str], channels: Mapping[int, str | None] | None = None) -> str:
     """`names`: display names by user id; `channels`: the channels readable where the message was
     posted, by id, with their names (None: no name known). Any other channel is `#channel`, so a
     restricted channel's name never reaches an audience that cannot read it."""
+    if "<" not in text and "://" not in text:  # no pattern but the number's can match: most chat
+        return _NUMBER.sub("[number]", text)
     channels = channels or {}
     text = _LINK.sub("[link]", text)
     text = _ATTACHMENT.sub("[attachment]", text)

@@ -70,3 +70,23 @@ def test_channels_default_to_none_readable():
 
 def test_mentioned_ids_collects_user_mentions_only():
     assert mentioned_ids("<@1> <@!2> <@&3> <#4> <@1> </x:5> <:e:6>") == {1, 2}
+
+
+def _every_pattern(text: str, names, channels) -> str:
+    """render() without its shortcut for text with neither "<" nor "://": every substitution."""
+    from pipeline.summarize import markup as m
+    channels = channels or {}
+    for pattern, repl in ((m._LINK, "[link]"), (m._ATTACHMENT, "[attachment]"), (m._ROLE, "@role")):
+        text = pattern.sub(repl, text)
+    text = m._CHANNEL.sub(lambda x: "#" + (channels.get(int(x.group(1))) or "channel"), text)
+    text = m._COMMAND.sub(r"/\1", m._EMOJI.sub(r":\1:", text))
+    text = m._USER.sub(lambda x: "@" + names.get(int(x.group(1)), "someone"), text)
+    return m._NUMBER.sub("[number]", text)
+
+
+@pytest.mark.parametrize("raw", [raw for raw, _e in CASES] + [
+    "plain chat, no markup", "order 1234567890123456789 shipped", "a @ b # c : d", "x <3 y", "see discord.com/channels/1/2/3",
+    "http://discord.com/channels/1150000000000000001/1170000000000000010", "1 < 2 and 3 > 2", ""])
+def test_the_shortcut_for_text_without_markup_renders_as_every_pattern_would(raw):
+    assert render(raw, NAMES, READABLE) == _every_pattern(raw, NAMES, READABLE)
+    assert mentioned_ids(raw) == {int(x) for x in re.findall(r"<@!?(\d+)>", raw)}
