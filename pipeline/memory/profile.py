@@ -107,7 +107,8 @@ def _key_part(r: dict) -> tuple[tuple, str]:
     would render them as, inside the list of facts; the list is in the order of that text)."""
     fields = (r["text"], r["category"], r["confidence"], r.get("event_day"), r["last_seen"], r["first_seen"],
               r["partition"], r["level"])  # all the render reads (no id: _priority)
-    return fields, canonical(fields)
+    # dates as the encoder's hook would write them, made here: the same text, no call back per date
+    return fields, canonical(tuple(v.isoformat() if isinstance(v, dt.date) else v for v in fields))
 
 
 def _key(name: str, parts: list[tuple[tuple, str]], max_words: int, same_fact: float) -> str:

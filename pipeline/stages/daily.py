@@ -123,11 +123,13 @@ def load_partition_days(ctx: RunContext, partition: str, guild_id: int | None,
 
 
 def daily_input_hash(pd: PartitionDay, forgotten: list, fingerprint: str) -> str:
-    """`forgotten`: the key of the forgotten facts that apply to the partition-day (Applied.key)."""
+    """`forgotten`: the key of the forgotten facts that apply to the partition-day (Applied.key).
+    Each time as the text hashing.py's encoder makes of it, made here: the same bytes without a
+    call back into Python per message (1.7% of a 1M-message replay's samples went to that hook)."""
     return input_hash(
         "daily", DAILY_INPUT_VERSION, pd.partition, pd.day, fingerprint,
         sorted(pd.speakers.items()),
-        [(ln.message_id, ln.user_id, ln.ts, ln.text, ln.reply_to_name) for ln in pd.lines],
+        [(ln.message_id, ln.user_id, ln.ts.isoformat(), ln.text, ln.reply_to_name) for ln in pd.lines],
         sorted(forgotten),
     )
 

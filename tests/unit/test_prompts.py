@@ -12,7 +12,7 @@ import jinja2
 import pytest
 
 from pipeline.hashing import canonical, input_hash
-from pipeline.stages.daily import daily_input_hash
+from pipeline.stages.daily import DAILY_INPUT_VERSION, daily_input_hash
 from pipeline.summarize import ChatLine, PartitionDay
 from pipeline.summarize.base import OPERATIONS
 from pipeline.summarize.facts_out import messages
@@ -297,6 +297,16 @@ def _pd(**changes) -> PartitionDay:
     values = dict(partition="guild:1", day=DAY, lines=lines, speakers={1: "Ana", 2: "Bo"})
     values.update(changes)
     return PartitionDay(**values)
+
+
+def test_daily_input_hash_is_the_hash_of_its_inputs_as_they_were_always_hashed():
+    # times converted before the encoder (no per-message hook): the same bytes, so no stored day is taken as stale
+    odd = dt.datetime(2026, 11, 3, 23, 59, 59, 123456, tzinfo=dt.timezone(dt.timedelta(hours=-7)))
+    pd = _pd(lines=(ChatLine(10, 1, "Ana", "I'm in CET", TS), ChatLine(12, 2, "Bo", "night “owl”", odd, reply_to_name="Ana")))
+    forgotten = [[2, "Bo keeps bees"], [1, "Ana is in CET"]]
+    assert daily_input_hash(pd, forgotten, "fp") == input_hash(
+        "daily", DAILY_INPUT_VERSION, pd.partition, pd.day, "fp", sorted(pd.speakers.items()),
+        [(ln.message_id, ln.user_id, ln.ts, ln.text, ln.reply_to_name) for ln in pd.lines], sorted(forgotten))
 
 
 def test_daily_input_hash_is_stable():
