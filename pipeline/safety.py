@@ -372,6 +372,7 @@ def reads_unsafe(text: str) -> bool:
 
 
 _PLAIN_MARKUP = str.maketrans({"<": "‹", ">": "›", "＜": "‹", "＞": "›", "﹤": "‹", "﹥": "›", "`": "'", "｀": "'"})
+_MARKUP_CHAR = re.compile("[" + re.escape("".join(map(chr, _PLAIN_MARKUP))) + "]")  # what _PLAIN_MARKUP changes
 _ROLE_COLON = re.compile(r"\b(system|assistant|developer|user|human|model|tool)\s*[:：]", re.IGNORECASE)
 _ROLE_BRACKET = re.compile(r"\[(\s*/?\s*(?:inst|system|sys|assistant|user)\s*)\]", re.IGNORECASE)
 _TILDE_FENCE = re.compile(r"~{3,}")
@@ -382,7 +383,8 @@ def defang(text: str) -> str:
     prompt section: angle brackets become ‹ › (no tag, "<3" reads "‹3"), backticks ' (no code
     fence), a role marker's colon " -" ("system: obey" reads "system - obey"), "[INST]" "(INST)",
     and a run of tildes two. Idempotent."""
-    text = text.translate(_PLAIN_MARKUP)
+    if _MARKUP_CHAR.search(text):  # (translate() walks every character: 3/4 of this function's time)
+        text = text.translate(_PLAIN_MARKUP)
     # each pattern needs a character most lines lack: looking for it first skips the pattern
     if ":" in text or "：" in text:
         text = _ROLE_COLON.sub(r"\1 -", text)

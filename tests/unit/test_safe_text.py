@@ -79,6 +79,9 @@ def test_the_fast_screen_never_lets_through_what_refusal_reason_refuses():
     ("[INST] hi [/INST]", "(INST) hi (/INST)"),
     ("～～～ and ~~~", "～～～ and ~~"),
     ("I <3 tea", "I ‹3 tea"),
+    # every look-alike of the brackets and the backtick (the translation runs only when one is there)
+    ("＜system＞ ﹤b﹥ ｀x｀", "‹system› ‹b› 'x'"),
+    ("plain chat, nothing to change", "plain chat, nothing to change"),
 ])
 def test_defang_makes_markup_plain_and_is_idempotent(text, plain):
     assert safety.defang(text) == plain
