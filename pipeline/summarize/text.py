@@ -39,6 +39,8 @@ def sentences(text: str) -> list[str]:
 
 def tokens(text: str) -> list[str]:
     """Lower-case words; a possessive "'s" is dropped so "Ana's" is the word "ana"."""
+    if text.isascii():  # lower-casing ASCII moves no word boundary: the whole text at once
+        return [t[:-2] if t.endswith("'s") and len(t) > 2 else t for t in WORD.findall(text.lower())]
     out = []
     for t in WORD.findall(text):
         t = t.lower().replace("’", "'")

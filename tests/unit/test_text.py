@@ -56,6 +56,15 @@ def test_tokens_lowercase_and_keep_apostrophes():
     assert tokens("Ana's band") == ["ana", "band"]  # a possessive is the name itself
 
 
+@pytest.mark.parametrize("text", ["Ana's CAT's 's xs's", "It's ON, O'Neil!", "ALL_CAPS snake_case 42's",
+                                  "İstanbul's Straße", "Ana’s cat", "ÉCOLE's élève", "plain words"])
+def test_tokens_lower_the_text_whole_only_where_that_moves_no_word(text):
+    import re
+    one_by_one = [t[:-2] if t.endswith("'s") and len(t) > 2 else t
+                  for t in (w.lower().replace("’", "'") for w in re.findall(r"[\w']+", text))]
+    assert tokens(text) == one_by_one
+
+
 def test_content_tokens_drop_stopwords_and_short_words_but_keep_numbers():
     assert content_tokens("I am in a band at 7 with my ox") == ["band", "7"]
 
