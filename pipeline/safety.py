@@ -307,7 +307,8 @@ def _trie(words: list[str]) -> str:
 
 # "always"/"never" only with an order after them ("never say", "always answer") or "you must"
 # before them ("you must never"): alone they are in every other sentence of chat ("I never …")
-_ALWAYS_NEVER = rb"(?:always|never)[a-z]*?" + _ORDER.encode() + rb"|you(?:must|should|shall|will|haveto|needto)(?:always|never)"
+_ALWAYS_NEVER = (rb"(?:always|never)[a-z]*?" + _ORDER.encode()
+                 + rb"|you(?:must|should|shall|will|haveto|needto)(?:always|never)")
 _INSTRUCTION_STEMS = re.compile(_trie(_STEMS.split()).encode() + b"|" + _ALWAYS_NEVER)
 _ROLE_STEMS = re.compile(rb"system|assistant|developer|user")  # "system:" needs a colon too
 _BRACKET_STEMS = re.compile(rb"inst|sys|assistant|user")  # "[inst]", "[sys]": both brackets too
