@@ -127,31 +127,39 @@ def write_all(fd: int, data: bytes) -> None:
 
 
 def _pump(stdout, frames: queue.Queue) -> None:
-    """Read frames off the reader's stdout into `frames`; None at the end of the pipe, always (a
-    length no frame has, or any error here, ends it too: _items then fails the import, never waits)."""
+    """Read frames off the reader's stdout into `frames`, then None at the end of the pipe. A length
+    no frame has, or an error here, goes into `frames` in place of the end (_items fails the import
+    with it: never taken for the end, never left waiting)."""
+    end: object = None
     try:
         while len(head := stdout.read(_HEADER.size)) == _HEADER.size:
             (size,) = _HEADER.unpack(head)
             if size > _MAX_FRAME:
+                end = ValueError(f"a frame length of {size:,} bytes")
                 break
             payload = stdout.read(size)
             if len(payload) < size:
                 break
             frames.put(payload)
-    except Exception:  # noqa: BLE001 (e.g. ValueError: the pipe closed under it, the import is over)
-        pass
+    except Exception as exc:  # noqa: BLE001 (ValueError: pipe closed under it: the import is over, no one reads)
+        end = exc
     finally:
-        frames.put(None)
+        frames.put(end)
 
 
 def _items(frames: queue.Queue, proc: subprocess.Popen, errors, ended: list[bool]) -> Iterator[Item]:
     decode = msgspec.msgpack.Decoder(Item).decode
     while (payload := frames.get()) is not None:
         try:
+            if isinstance(payload, Exception):
+                raise payload
             item = decode(payload)
         except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
             proc.kill()
             raise MempipeError(f"the import's reader process sent a damaged frame ({exc}); nothing was written") from exc
+        except Exception as exc:  # reading its pipe failed: said as it is
+            proc.kill()
+            raise MempipeError(f"reading the import's reader process failed ({exc}); nothing was written") from exc
         if type(item) in (Finished, Failed):
             ended.append(True)
         yield item

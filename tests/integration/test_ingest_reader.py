@@ -194,6 +194,6 @@ def test_a_damaged_frame_fails_the_import_and_never_hangs_it(store, settings, tm
     writer = f"import struct, sys; sys.stdout.buffer.write({frames})"
     monkeypatch.setattr(reader_module.sys, "executable",
                         _fake_python(tmp_path, f"cat >/dev/null; '{sys.executable}' -c \"{writer}\""))
-    with pytest.raises(MempipeError, match=r"damaged frame|ended before the end of the input") as raised:
+    with pytest.raises(MempipeError, match=r"damaged frame") as raised:
         import_files(store, path, settings)
     assert "nothing was written" in str(raised.value) and store.count_messages() == 0
