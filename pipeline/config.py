@@ -289,6 +289,11 @@ class Settings(BaseSettings):
     summarizer: Literal["extractive", "gemini"] = "extractive"
     retention_days: int = Field(30, ge=8)
     max_message_chars: int = Field(2000, ge=16)
+    # an import at least as large as chat_history was builds the table's secondary indexes once at
+    # its end (pipeline/store/ingest.py defer_message_indexes); on PostgreSQL that holds the
+    # table's lock until the import commits, so a bot's inserts wait: false keeps them row by row
+    defer_import_indexes: bool = Field(True, description="a large import into a small chat_history builds its "
+                                       "indexes at its end (PostgreSQL: the table is locked until it commits)")
     # PostgreSQL connection pool (SQLite ignores these): connections kept open, and extra ones
     # allowed on top of them under load.
     pool_size: int = Field(5, ge=1)

@@ -83,7 +83,8 @@ class Writer:
             self.store.write_message_records(self.conn, batch.records, stored.keys())
             self.guess_new = not stored  # an overlap: read first until a batch has nothing stored
         # new messages only: a re-import (all unchanged) adds no index entry to save
-        if self.deferred_indexes is None and self.report.new >= self.next_index_check:
+        if (self.deferred_indexes is None and self.report.new >= self.next_index_check
+                and self.settings.defer_import_indexes):
             self.next_index_check *= 2
             self.deferred_indexes = self.store.defer_message_indexes(self.conn, self.report.new)
 

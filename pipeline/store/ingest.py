@@ -42,6 +42,9 @@ SORT_THREADS = 4  # SQLite's helper threads for an index build (restore_message_
 # 100,000 rows of every import paid the upkeep: into an empty SQLite file (/dev/shm), 150,000
 # messages 47.1k vs 60.6k msgs/s, 300,000 messages 52.7k vs 55.9k (means of 4 alternating runs).
 DEFER_INDEXES_AFTER = 5_000
+# PostgreSQL: how long an import waits for chat_history's lock to drop its indexes before it
+# keeps them instead (a DROP INDEX that waits queues every later reader and writer behind it).
+DEFER_LOCK_TIMEOUT = "1s"
 MESSAGE_COLUMNS = tuple(c.name for c in chat_history.columns)
 MESSAGE_IDENTITY = ("user_id", "ts", "reply_to")  # what a later copy of a message (an edit) may not change
 _MESSAGE_VALUES = operator.itemgetter(*MESSAGE_COLUMNS)
@@ -152,22 +155,32 @@ class IngestStore:
                 for channel_id, message_id, user_id, at, reply_to, edited in found}
 
     def defer_message_indexes(self, conn: Connection, new: int) -> list[str] | None:
-        """SQLite: when chat_history held no more rows before this import than the `new` ones it
-        has added so far (the writer asks from DEFER_INDEXES_AFTER on, and at each doubling),
-        drop its secondary indexes inside the import's transaction and return their CREATE
-        statements, for `restore_message_indexes` at the import's end; else None. One build over
-        all the rows costs less than half of keeping the indexes up to date row by row (1.05M
-        messages: 3.2 s to build, 7.8 s of upkeep), and a rollback restores them with everything
-        else. The primary key stays: the upsert needs it. PostgreSQL: never (None). There a
-        dropped index locks the table until commit, so a bot's own inserts would wait for the
-        whole import; SQLite's one writer makes them wait anyway."""
-        if conn.dialect.name != "sqlite":
-            return None
-        # rows now = rows before + new: counted up to 2 * new + 1, so a large table is never counted whole
-        now = conn.exec_driver_sql(query("sqlite_messages_count_upto"), (2 * new + 1,)).scalar_one()
+        """When chat_history held no more rows before this import than the `new` ones it has added
+        so far (the writer asks from DEFER_INDEXES_AFTER on, and at each doubling), drop its
+        secondary indexes inside the import's transaction and return their CREATE statements, for
+        `restore_message_indexes` at the import's end; else None. One build over all the rows
+        costs less than half of keeping the indexes up to date row by row (SQLite, 1.05M messages:
+        3.2 s to build, 7.8 s of upkeep; PostgreSQL, 1M rows: 1.6-1.9 s to build, 6-7 s of upkeep),
+        and a rollback restores them with everything else. The primary key and any unique index
+        stay: the writes need them.
+        PostgreSQL: a dropped index holds the table's ACCESS EXCLUSIVE lock until the import
+        commits — a bot's inserts into chat_history (and anything reading it) wait until then;
+        reads of context rows do not. The lock is asked for with a lock_timeout of
+        DEFER_LOCK_TIMEOUT: when another session holds the table (a run reading it, a bot's open
+        transaction), the import keeps the indexes rather than queue everyone behind it (None).
+        SQLite's one writer makes the bot wait anyway."""
+        postgres = conn.dialect.name == "postgresql"
+        if postgres:  # rows now = rows before + new: counted up to 2 * new + 1, a large table never whole
+            now = conn.exec_driver_sql(query("pg_messages_count_upto"), {"upto": 2 * new + 1}).scalar_one()
+        else:
+            now = conn.exec_driver_sql(query("sqlite_messages_count_upto"), (2 * new + 1,)).scalar_one()
         if now > 2 * new:
             return None
-        indexes = conn.exec_driver_sql(query("sqlite_message_indexes")).all()
+        indexes = conn.exec_driver_sql(query("pg_message_indexes" if postgres else "sqlite_message_indexes")).all()
+        if not indexes:
+            return None
+        if postgres:
+            return _pg_drop_indexes(conn, indexes)
         for name, _sql in indexes:
             conn.exec_driver_sql(f'DROP INDEX "{name}"')  # a name read from sqlite_master, never input
         return [sql for _name, sql in indexes]
@@ -177,7 +190,12 @@ class IngestStore:
         with SQLite's sorter allowed helper threads (PRAGMA threads, one per CPU up to
         SORT_THREADS; the connection's own setting back afterwards). The three indexes over 1.05M
         messages, 2 CPUs, /dev/shm: 2.0-2.1 s without, 1.4 s with 2 threads (1.6-1.7 s with 1,
-        1.4-1.5 s with 4)."""
+        1.4-1.5 s with 4). PostgreSQL: the statements as they are (its own build uses
+        max_parallel_maintenance_workers; a larger maintenance_work_mem bought nothing here)."""
+        if conn.dialect.name == "postgresql":
+            for sql in statements:
+                conn.exec_driver_sql(sql)
+            return
         before = conn.exec_driver_sql("PRAGMA threads").scalar_one()
         conn.exec_driver_sql(f"PRAGMA threads = {min(os.cpu_count() or 1, SORT_THREADS):d}")
         try:
@@ -201,6 +219,26 @@ class IngestStore:
 # caller's connection and in its transaction: a failed import rolls back everything alike. The
 # staging table lives as long as the transaction (ON COMMIT DROP; a rollback undoes its CREATE),
 # so whether it exists is asked of the database and never remembered in Python.
+
+def _pg_drop_indexes(conn: Connection, indexes: list) -> list[str] | None:
+    """Drop `indexes` (name, CREATE statement) under a savepoint, waiting at most
+    DEFER_LOCK_TIMEOUT for the table's lock; the session's lock_timeout is put back after. None
+    (nothing dropped) when the lock did not come in time."""
+    dbapi = conn.dialect.loaded_dbapi
+    before = conn.exec_driver_sql("SELECT current_setting('lock_timeout')").scalar_one()
+    conn.exec_driver_sql("SELECT set_config('lock_timeout', %(wait)s, true)", {"wait": DEFER_LOCK_TIMEOUT})
+    try:
+        with conn.begin_nested():
+            for name, _sql in indexes:  # a name read from the catalog, never input
+                conn.exec_driver_sql('DROP INDEX "{}"'.format(name.replace('"', '""')))
+    except sa.exc.OperationalError as exc:
+        if not isinstance(exc.orig, dbapi.errors.LockNotAvailable):
+            raise
+        return None
+    finally:
+        conn.exec_driver_sql("SELECT set_config('lock_timeout', %(wait)s, true)", {"wait": before})
+    return [sql for _name, sql in indexes]
+
 
 def _pg_copy_messages(conn: Connection, records: list[tuple], stored: Collection[tuple[int, int]] | None) -> None:
     if stored is None:

@@ -1,7 +1,8 @@
-"""A large import into a small chat_history (SQLite) builds the table's secondary indexes once, at
-its end, instead of row by row (pipeline/store/ingest.py `defer_message_indexes`): the same rows
-and the same indexes as an import that kept them, nothing changed when it fails, and never on
-PostgreSQL or into a table much larger than the import."""
+"""A large import into a small chat_history builds the table's secondary indexes once, at its end,
+instead of row by row (pipeline/store/ingest.py `defer_message_indexes`), on both databases: the
+same rows and the same indexes as an import that kept them, nothing changed when it fails, never
+into a table much larger than the import, never with `defer_import_indexes = false`, and on
+PostgreSQL never by waiting long for a table another session holds."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 
 import pipeline.ingest.importer as importer_module
 import pipeline.ingest.writer as writer_module
+import pipeline.store.ingest as ingest_store
 from pipeline.db.schema import render
 from pipeline.errors import InputError
 from pipeline.ingest import import_files
@@ -76,84 +78,142 @@ def fixed_clock():
     return dt.datetime(2026, 11, 3, 0, 0, tzinfo=UTC)
 
 
-def test_a_large_import_into_an_empty_table_builds_the_indexes_at_its_end(tmp_path, settings, deferrals):
-    path = write_jsonl(tmp_path / "big.jsonl", rows(3 * THRESHOLD + 17, 1190000000100000000))
-    deferred = Store.open(f"sqlite:///{tmp_path}/deferred.db", check_schema=False)
-    deferred.upgrade()
-    kept = Store.open(f"sqlite:///{tmp_path}/kept.db", check_schema=False)
-    kept.upgrade()
-    before = indexes(deferred)
-    assert len(before) == 4  # the primary key's own index and three secondary ones
-    schema_before = render(deferred.engine)
+def secondary(store: Store) -> list[str]:
+    """The CREATE statements of chat_history's indexes other than the primary key's."""
+    return sorted(sql for name, sql in indexes(store) if sql is not None and "pkey" not in name)
 
-    report = import_files(deferred, path, settings, clock=fixed_clock)
+
+def empty(store: Store) -> None:
+    with store.engine.begin() as conn:
+        for table in ("chat_history", "members", "channels"):
+            conn.exec_driver_sql(f"DELETE FROM {table}")
+
+
+def test_a_large_import_into_an_empty_table_builds_the_indexes_at_its_end(store, tmp_path, settings, deferrals):
+    path = write_jsonl(tmp_path / "big.jsonl", rows(3 * THRESHOLD + 17, 1190000000100000000))
+    before = indexes(store)
+    assert len(before) == 4  # the primary key's own index and three secondary ones
+    schema_before = render(store.engine)
+
+    report = import_files(store, path, settings, clock=fixed_clock)
     assert report.new == 3 * THRESHOLD + 17
     # asked once: when the first THRESHOLD rows were written
     assert len(deferrals) == 1 and deferrals[0][0] == THRESHOLD
-    assert sorted(deferrals[0][1]) == sorted(sql for name, sql in before if sql is not None)  # dropped, to be rebuilt
-    assert indexes(deferred) == before
-    assert render(deferred.engine) == schema_before  # as `make schema` renders it: same order too
+    assert sorted(deferrals[0][1]) == secondary(store) and len(deferrals[0][1]) == 3  # dropped, then rebuilt
+    assert indexes(store) == before
+    assert render(store.engine) == schema_before  # as `make schema` renders it: same order too
+    deferred = dump(store)
 
-    writer_module.DEFER_INDEXES_AFTER = 10 ** 12  # (monkeypatch restores it) the same import, indexes kept
-    import_files(kept, path, settings, clock=fixed_clock)
-    assert dump(deferred) == dump(kept)
-    with deferred.engine.connect() as conn:
-        assert conn.exec_driver_sql("PRAGMA integrity_check").scalar_one() == "ok"
+    empty(store)  # the same import with the indexes kept up to date row by row
+    import_files(store, path, settings.model_copy(update={"defer_import_indexes": False}), clock=fixed_clock)
+    assert len(deferrals) == 1  # not even asked
+    assert dump(store) == deferred
+    with store.engine.connect() as conn:
+        if store.dialect == "sqlite":
+            assert conn.exec_driver_sql("PRAGMA integrity_check").scalar_one() == "ok"
+            explain = "EXPLAIN QUERY PLAN "
+        else:
+            conn.exec_driver_sql("ANALYZE chat_history")
+            conn.exec_driver_sql("SET LOCAL enable_seqscan = off")  # a few rows: the plan otherwise scans
+            explain = "EXPLAIN "
         plan = " ".join(str(r) for r in conn.exec_driver_sql(
-            "EXPLAIN QUERY PLAN SELECT text FROM chat_history WHERE partition = 'guild:1' AND ts >= '2026'"))
+            explain + "SELECT text FROM chat_history WHERE partition = 'guild:1' AND ts >= '2026-01-01'"))
         assert "chat_history_partition_ts" in plan  # the rebuilt index is the one the stages read by
-    deferred.close()
-    kept.close()
 
 
-def test_an_import_much_smaller_than_the_table_keeps_the_indexes(sqlite_store, tmp_path, settings, deferrals):
+def test_an_import_much_smaller_than_the_table_keeps_the_indexes(store, tmp_path, settings, deferrals):
     writer_module.DEFER_INDEXES_AFTER = 10 ** 12
-    import_files(sqlite_store, write_jsonl(tmp_path / "first.jsonl", rows(6 * THRESHOLD, 1190000000100000000)),
+    import_files(store, write_jsonl(tmp_path / "first.jsonl", rows(6 * THRESHOLD, 1190000000100000000)),
                  settings)
     writer_module.DEFER_INDEXES_AFTER = THRESHOLD
-    before = indexes(sqlite_store)
-    import_files(sqlite_store, write_jsonl(tmp_path / "second.jsonl", rows(2 * THRESHOLD + 5, 1190000000200000000)),
+    before = indexes(store)
+    import_files(store, write_jsonl(tmp_path / "second.jsonl", rows(2 * THRESHOLD + 5, 1190000000200000000)),
                  settings)
     assert deferrals and all(answer is None for _written, answer in deferrals)  # asked, and kept them
-    assert indexes(sqlite_store) == before
-    assert sqlite_store.count_messages() == 8 * THRESHOLD + 5
+    assert indexes(store) == before
+    assert store.count_messages() == 8 * THRESHOLD + 5
 
 
-def test_importing_the_same_messages_again_keeps_the_indexes(sqlite_store, tmp_path, settings, deferrals):
+def test_importing_the_same_messages_again_keeps_the_indexes(store, tmp_path, settings, deferrals):
     """A re-import adds no index entry: nothing to save by a rebuild, however large it is."""
     path = write_jsonl(tmp_path / "again.jsonl", rows(3 * THRESHOLD, 1190000000100000000))
-    import_files(sqlite_store, path, settings)
+    import_files(store, path, settings)
     first = len(deferrals)
     assert first == 1 and deferrals[0][1]  # the first import of them rebuilt them at its end
-    before = indexes(sqlite_store)
-    report = import_files(sqlite_store, path, settings)
+    before = indexes(store)
+    report = import_files(store, path, settings)
     assert report.unchanged == 3 * THRESHOLD and report.new == 0
     assert len(deferrals) == first  # not even asked: it added no message
-    assert indexes(sqlite_store) == before
+    assert indexes(store) == before
 
 
-def test_a_failed_import_after_the_indexes_were_dropped_changes_nothing(sqlite_store, tmp_path, settings,
-                                                                        deferrals):
-    before = indexes(sqlite_store)
+def test_a_failed_import_after_the_indexes_were_dropped_changes_nothing(store, tmp_path, settings, deferrals):
+    before = indexes(store)
     good = rows(4 * THRESHOLD, 1190000000100000000)
     path = write_jsonl(tmp_path / "late-error.jsonl", good + [dict(good[0], message_id="1190000000900000000",
                                                                    ts="yesterday")])
     with pytest.raises(InputError, match=rf"line {len(good) + 1}\b.*ts"):
-        import_files(sqlite_store, path, settings)
+        import_files(store, path, settings)
     assert deferrals and deferrals[0][1]  # the indexes had been dropped when the bad line came
-    assert indexes(sqlite_store) == before  # rolled back with everything else
-    assert sqlite_store.count_messages() == 0
-    import_files(sqlite_store, write_jsonl(tmp_path / "fixed.jsonl", good), settings)  # and it imports afterwards
-    assert sqlite_store.count_messages() == len(good) and indexes(sqlite_store) == before
+    assert indexes(store) == before  # rolled back with everything else
+    assert store.count_messages() == 0
+    import_files(store, write_jsonl(tmp_path / "fixed.jsonl", good), settings)  # and it imports afterwards
+    assert store.count_messages() == len(good) and indexes(store) == before
 
 
-def test_postgresql_never_drops_an_index(store, tmp_path, settings, deferrals, db_kind):
+def test_postgresql_keeps_the_indexes_when_another_session_holds_the_table(store, tmp_path, settings, deferrals,
+                                                                          db_kind, monkeypatch):
+    """A DROP INDEX that waited for the table would queue every later reader and writer behind it
+    for as long as the other session holds it: the import gives up on the drop after
+    DEFER_LOCK_TIMEOUT, keeps the indexes up to date, and its own lock_timeout is as it was."""
     if db_kind != "postgresql":
-        pytest.skip("PostgreSQL's rule: a dropped index would lock the table for the whole import")
+        pytest.skip("SQLite has one writer: an import holds the whole database already")
+    monkeypatch.setattr(ingest_store, "DEFER_LOCK_TIMEOUT", "200ms")
     before = indexes(store)
-    import_files(store, write_jsonl(tmp_path / "big.jsonl", rows(3 * THRESHOLD, 1190000000100000000)), settings)
-    assert deferrals and all(answer is None for _written, answer in deferrals)
+    timeouts = []
+    with store.engine.connect() as other:  # another session reading chat_history, transaction open
+        other.exec_driver_sql("SELECT count(*) FROM chat_history").scalar_one()
+        asked = Store.defer_message_indexes
+
+        def watched(self, conn, written):
+            answer = asked(self, conn, written)
+            timeouts.append(conn.exec_driver_sql("SHOW lock_timeout").scalar_one())
+            return answer
+        monkeypatch.setattr(Store, "defer_message_indexes", watched)
+        report = import_files(store, write_jsonl(tmp_path / "big.jsonl", rows(3 * THRESHOLD, 1190000000100000000)),
+                              settings)
+        other.rollback()
+    assert report.new == 3 * THRESHOLD
+    assert deferrals and all(answer is None for _written, answer in deferrals)  # asked, and kept them
+    assert timeouts and set(timeouts) == {"0"}  # the session's own setting back (PostgreSQL's default)
     assert indexes(store) == before and store.count_messages() == 3 * THRESHOLD
+
+
+def test_postgresql_drops_them_under_the_imports_lock(store, tmp_path, settings, deferrals, db_kind):
+    """While a deferring import runs, another session cannot write chat_history: what the setting's
+    help says. Seen from the database: the import's session holds ACCESS EXCLUSIVE on it."""
+    if db_kind != "postgresql":
+        pytest.skip("PostgreSQL's lock")
+    held = []
+    real = Store.restore_message_indexes
+
+    def restore(self, conn, statements):
+        held.append(conn.exec_driver_sql(
+            "SELECT mode FROM pg_locks WHERE relation = 'chat_history'::regclass AND pid = pg_backend_pid() "
+            "AND mode = 'AccessExclusiveLock' AND granted").all())
+        real(self, conn, statements)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Store, "restore_message_indexes", restore)
+        import_files(store, write_jsonl(tmp_path / "big.jsonl", rows(3 * THRESHOLD, 1190000000100000000)), settings)
+    assert held == [[("AccessExclusiveLock",)]]
+    assert len(secondary(store)) == 3
+
+
+def test_the_setting_off_never_asks(store, tmp_path, settings, deferrals):
+    before = indexes(store)
+    import_files(store, write_jsonl(tmp_path / "big.jsonl", rows(3 * THRESHOLD, 1190000000100000000)),
+                 settings.model_copy(update={"defer_import_indexes": False}))
+    assert deferrals == [] and indexes(store) == before and store.count_messages() == 3 * THRESHOLD
 
 
 def test_the_index_build_leaves_the_connection_as_it_found_it(sqlite_store, tmp_path, settings, deferrals, monkeypatch):

@@ -47,7 +47,7 @@ def test_defaults():
 def test_default_toml_exists_and_agrees_with_the_code_defaults():
     assert DEFAULT_CONFIG.is_file()
     from_file, from_code = load_settings(), Settings()
-    for section in ("database_url", "summarizer", "retention_days", "max_message_chars",
+    for section in ("database_url", "summarizer", "retention_days", "max_message_chars", "defer_import_indexes",
                     "pool_size", "pool_max_overflow", "timezones", "summary", "memory", "search", "refresh"):
         assert getattr(from_file, section) == getattr(from_code, section), section
 
