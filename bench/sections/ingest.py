@@ -235,7 +235,7 @@ def render(res: dict) -> list[str]:
     if keyed:
         out += ["", "The same raw insert / raw COPY into a freshly migrated `chat_history` (its primary key and three "
                 f"indexes) instead of the bare table: {'; '.join(keyed)}: what an importer pays that keeps the indexes up to date "
-                "row by row. SQLite's importer builds them once at the end of an import at least as large as the "
-                "table (pipeline/store/ingest.py `defer_message_indexes`), so it can pass that; PostgreSQL's keeps "
-                "them, so it cannot."]
+                "row by row. The importer builds the secondary ones once at the end of an import at least as large "
+                "as the table (pipeline/store/ingest.py `defer_message_indexes`, both databases), so it can pass "
+                "that."]
     return out
