@@ -43,8 +43,11 @@ SORT_THREADS = 4  # SQLite's helper threads for an index build (restore_message_
 # messages 47.1k vs 60.6k msgs/s, 300,000 messages 52.7k vs 55.9k (means of 4 alternating runs).
 DEFER_INDEXES_AFTER = 5_000
 # PostgreSQL: how long an import waits for chat_history's lock to drop its indexes before it
-# keeps them instead (a DROP INDEX that waits queues every later reader and writer behind it).
-DEFER_LOCK_TIMEOUT = "1s"
+# keeps them instead. While it waits, every later statement on the table that holds no lock on it
+# yet (a bot's insert) queues behind it: short, and well under PostgreSQL's default deadlock_timeout
+# (1 s), so a session waiting on the import's rows (a duplicate key) meets a given-up wait rather
+# than a deadlock check. A bot's insert transaction takes milliseconds.
+DEFER_LOCK_TIMEOUT = "200ms"
 MESSAGE_COLUMNS = tuple(c.name for c in chat_history.columns)
 MESSAGE_IDENTITY = ("user_id", "ts", "reply_to")  # what a later copy of a message (an edit) may not change
 _MESSAGE_VALUES = operator.itemgetter(*MESSAGE_COLUMNS)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -168,7 +170,7 @@ def test_postgresql_keeps_the_indexes_when_another_session_holds_the_table(store
     DEFER_LOCK_TIMEOUT, keeps the indexes up to date, and its own lock_timeout is as it was."""
     if db_kind != "postgresql":
         pytest.skip("SQLite has one writer: an import holds the whole database already")
-    monkeypatch.setattr(ingest_store, "DEFER_LOCK_TIMEOUT", "200ms")
+    monkeypatch.setattr(ingest_store, "DEFER_LOCK_TIMEOUT", "50ms")
     before = indexes(store)
     timeouts = []
     with store.engine.connect() as other:  # another session reading chat_history, transaction open
@@ -187,6 +189,48 @@ def test_postgresql_keeps_the_indexes_when_another_session_holds_the_table(store
     assert deferrals and all(answer is None for _written, answer in deferrals)  # asked, and kept them
     assert timeouts and set(timeouts) == {"0"}  # the session's own setting back (PostgreSQL's default)
     assert indexes(store) == before and store.count_messages() == 3 * THRESHOLD
+
+
+def test_a_bot_writing_while_the_import_asks_for_the_lock_is_not_hurt(store, tmp_path, settings, deferrals,
+                                                                      db_kind, monkeypatch):
+    """A bot's open transaction on chat_history, whose next insert comes while the import waits for
+    the table: the insert is not stuck behind the waiting DROP, no one is aborted (deadlock), both
+    are stored, and the indexes are there at the end (dropped and rebuilt, or kept)."""
+    if db_kind != "postgresql":
+        pytest.skip("PostgreSQL's lock queue")
+    before = indexes(store)
+    asked = Store.defer_message_indexes
+    done: list = []
+
+    with store.engine.connect() as bot:
+        bot.exec_driver_sql("SELECT count(*) FROM chat_history").scalar_one()  # its transaction holds the table
+
+        def bot_inserts():
+            time.sleep(0.02)  # while the import waits for the lock
+            try:
+                bot.exec_driver_sql(
+                    "INSERT INTO chat_history (message_id, guild_id, channel_id, visibility, partition, user_id, "
+                    "text, ts, ingested_at) VALUES (1190000000999999999, %(g)s, %(c)s, 'public', %(p)s, %(u)s, "
+                    "'from the bot', now(), now())",
+                    {"g": GUILD, "c": CHANNELS[0][0], "p": f"guild:{GUILD}", "u": USERS[0]})
+                bot.commit()
+                done.append("committed")
+            except Exception as exc:  # noqa: BLE001 (the assertion below names it)
+                done.append(exc)
+
+        def watched(self, conn, written):
+            thread = threading.Thread(target=bot_inserts)
+            thread.start()
+            try:
+                return asked(self, conn, written)
+            finally:
+                thread.join()
+        monkeypatch.setattr(Store, "defer_message_indexes", watched)
+        report = import_files(store, write_jsonl(tmp_path / "big.jsonl", rows(3 * THRESHOLD, 1190000000100000000)),
+                              settings)
+    assert done == ["committed"]
+    assert report.new == 3 * THRESHOLD and store.count_messages() == 3 * THRESHOLD + 1
+    assert indexes(store) == before
 
 
 def test_postgresql_drops_them_under_the_imports_lock(store, tmp_path, settings, deferrals, db_kind):
