@@ -42,8 +42,21 @@ def machine(env: Env) -> dict:
         with psycopg.connect(pg_admin_conninfo()) as conn:
             pg = "PostgreSQL " + conn.execute("SHOW server_version").fetchone()[0].split()[0]
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return {"cpus": os.cpu_count(), "memory_gb": round(mem), "python": platform.python_version(),
-            "sqlite": sqlite3.sqlite_version, "postgresql": pg}
+    return {"cpus": os.cpu_count(), "cpu_model": cpu_model(), "memory_gb": round(mem),
+            "python": platform.python_version(), "sqlite": sqlite3.sqlite_version, "postgresql": pg}
+
+
+def cpu_model() -> str | None:
+    """The CPU's name as the system gives it: two runs on machines with the same count of CPUs can
+    differ by half in this work (the large run at 4be0530 against 0776f5c's), so RESULTS.md says which."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.partition(":")[2].strip() or None
+    except OSError:
+        pass
+    return platform.processor() or None
 
 
 def main(argv: list[str] | None = None) -> int:

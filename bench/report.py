@@ -81,7 +81,8 @@ def render(results: dict[str, dict]) -> str:
         lines += ["", f"## {HEADINGS.get(size, size)}", "",
                   f"Last written by `{data['command']}` ({data['finished']}, commit {rev.get('commit')}{modified}, "
                   f"{data['elapsed_s']:.0f} s); each section names the command that produced it. "
-                  f"Machine: {m['cpus']} CPUs, {m['memory_gb']} GB, Python {m['python']}, SQLite {m['sqlite']}, "
+                  f"Machine: {m['cpus']} CPUs{' (' + m['cpu_model'] + ')' if m.get('cpu_model') else ''}, "
+                  f"{m['memory_gb']} GB, Python {m['python']}, SQLite {m['sqlite']}, "
                   f"{m['postgresql'] or 'PostgreSQL not reachable'}. Corpus: seed {data['seed']}, "
                   + ", ".join(f"{k} {v:,}" for k, v in data["corpus"].items()) + "."]
         for i, (name, mod) in enumerate(SECTIONS.items(), 1):

@@ -80,10 +80,11 @@ WHERE EXCLUDED.edited_ts IS NOT NULL
 SELECT count(*) FROM (SELECT 1 FROM chat_history LIMIT %(upto)s) AS rows_upto;
 
 -- name: pg_message_indexes
--- chat_history's secondary indexes, as pg_get_indexdef writes them, in the order they were made:
--- what a large import drops and builds again at its end. Not the primary key's, a unique index's or
--- any other constraint's: the import's writes need those.
-SELECT i.relname, pg_get_indexdef(i.oid) FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid WHERE x.indrelid = 'chat_history'::regclass AND NOT x.indisunique AND NOT x.indisprimary AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = x.indexrelid) ORDER BY i.oid;
+-- chat_history's secondary indexes — each one's name as regclass writes it (quoted, with its schema
+-- when the search path would not find it) and its CREATE statement as pg_get_indexdef writes it —
+-- in the order they were made: what a large import drops and builds again at its end. Not the
+-- primary key's, a unique index's or any other constraint's: the import's writes need those.
+SELECT x.indexrelid::regclass::text, pg_get_indexdef(i.oid) FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid WHERE x.indrelid = 'chat_history'::regclass AND NOT x.indisunique AND NOT x.indisprimary AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = x.indexrelid) ORDER BY i.oid;
 
 -- Locks (pipeline/store/locks.py): session advisory locks, keyed by a signed 64-bit hash of a name.
 

@@ -185,7 +185,7 @@ class IngestStore:
         if postgres:
             return _pg_drop_indexes(conn, indexes)
         for name, _sql in indexes:
-            conn.exec_driver_sql(f'DROP INDEX "{name}"')  # a name read from sqlite_master, never input
+            conn.exec_driver_sql('DROP INDEX "{}"'.format(name.replace('"', '""')))  # from sqlite_master
         return [sql for _name, sql in indexes]
 
     def restore_message_indexes(self, conn: Connection, statements: list[str]) -> None:
@@ -232,8 +232,8 @@ def _pg_drop_indexes(conn: Connection, indexes: list) -> list[str] | None:
     conn.exec_driver_sql("SELECT set_config('lock_timeout', %(wait)s, true)", {"wait": DEFER_LOCK_TIMEOUT})
     try:
         with conn.begin_nested():
-            for name, _sql in indexes:  # a name read from the catalog, never input
-                conn.exec_driver_sql('DROP INDEX "{}"'.format(name.replace('"', '""')))
+            for name, _sql in indexes:  # quoted by the catalog (regclass), never input
+                conn.exec_driver_sql(f"DROP INDEX {name}")
     except sa.exc.OperationalError as exc:
         if not isinstance(exc.orig, dbapi.errors.LockNotAvailable):
             raise

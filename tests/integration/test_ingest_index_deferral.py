@@ -123,6 +123,18 @@ def test_a_large_import_into_an_empty_table_builds_the_indexes_at_its_end(store,
         assert "chat_history_partition_ts" in plan  # the rebuilt index is the one the stages read by
 
 
+def test_an_operators_own_index_is_rebuilt_as_it_was(store, tmp_path, settings, deferrals):
+    """An index someone added to chat_history for their own queries — an awkward name, a partial
+    one — is dropped and built again like ours, from its own definition."""
+    with store.engine.begin() as conn:
+        conn.exec_driver_sql('CREATE INDEX "Ops ""bot"" idx" ON chat_history (user_id, ts) WHERE visibility = \'dm\'')
+    before = indexes(store)
+    assert len(before) == 5
+    import_files(store, write_jsonl(tmp_path / "big.jsonl", rows(3 * THRESHOLD, 1190000000100000000)), settings)
+    assert len(deferrals[0][1]) == 4  # dropped with the three of the schema
+    assert indexes(store) == before and store.count_messages() == 3 * THRESHOLD
+
+
 def test_an_import_much_smaller_than_the_table_keeps_the_indexes(store, tmp_path, settings, deferrals):
     writer_module.DEFER_INDEXES_AFTER = 10 ** 12
     import_files(store, write_jsonl(tmp_path / "first.jsonl", rows(6 * THRESHOLD, 1190000000100000000)),
