@@ -282,3 +282,26 @@ def test_an_erased_users_words_leave_the_sqlite_files(sqlite_store, settings):
     for file in (path, path.with_name(path.name + "-wal")):
         if file.exists():
             assert b"zqxphysicalcanar" not in file.read_bytes().lower(), f"the erased user's word is still in {file}"
+
+
+def test_postgresql_indexes_new_rows_one_statement_per_insert_in_the_order_written(store, settings, db_kind):
+    """0019: an INSERT or COPY of facts or daily summaries reaches the index through one statement
+    trigger (its transition table), updates and deletes through the row triggers; the items come
+    in the order the rows were written, as the row triggers made them (facts: by id)."""
+    if db_kind != "postgresql":
+        pytest.skip("SQLite's index triggers are per row, inline SQL")
+    with store.engine.connect() as conn:
+        triggers = dict(conn.exec_driver_sql(
+            "SELECT tgname, pg_get_triggerdef(oid) FROM pg_trigger WHERE NOT tgisinternal "
+            "AND tgrelid IN ('memory_facts'::regclass, 'daily_summaries'::regclass)").all())
+    assert sorted(triggers) == ["daily_summaries_index", "daily_summaries_index_insert", "memory_facts_index",
+                                "memory_facts_index_insert"]
+    assert all("FOR EACH STATEMENT" in triggers[t] and "AFTER INSERT" in triggers[t] for t in triggers
+               if t.endswith("_insert"))
+    assert all("FOR EACH ROW" in triggers[t] and "INSERT" not in triggers[t] for t in triggers
+               if not t.endswith("_insert"))
+    run_sample(store, settings)
+    assert_in_step(store)
+    with store.engine.connect() as conn:
+        facts = conn.exec_driver_sql("SELECT fact_id FROM memory_items WHERE kind = 'fact' ORDER BY id").scalars().all()
+    assert facts and facts == sorted(facts)
