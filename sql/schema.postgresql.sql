@@ -475,8 +475,28 @@ BEGIN
 END
 $function$;
 
-CREATE TRIGGER historical_summaries_index AFTER INSERT OR DELETE OR UPDATE ON historical_summaries FOR EACH ROW EXECUTE FUNCTION memory_items_from_historical();
+CREATE FUNCTION memory_items_from_new_historicals()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    DELETE FROM memory_items m USING (SELECT DISTINCT user_id, partition FROM new_historicals) k
+    WHERE m.kind = 'historical' AND m.user_id = k.user_id AND m.partition = k.partition;
+    INSERT INTO memory_items (kind, user_id, partition, level, day, body)
+    SELECT 'historical', h.user_id, h.partition, mempipe_partition_level(h.partition), h.day, h.summary
+    FROM (SELECT DISTINCT ON (s.user_id, s.partition) s.user_id, s.partition, s.day, s.summary
+          FROM historical_summaries s JOIN (SELECT DISTINCT user_id, partition FROM new_historicals) k
+               ON s.user_id = k.user_id AND s.partition = k.partition
+          ORDER BY s.user_id, s.partition, s.day DESC) h
+    WHERE h.summary <> ''
+    ORDER BY h.user_id, h.partition;
+    RETURN NULL;
+END
+$function$;
+
 CREATE TRIGGER memory_facts_index AFTER DELETE OR UPDATE ON memory_facts FOR EACH ROW EXECUTE FUNCTION memory_items_from_fact();
 CREATE TRIGGER memory_facts_index_insert AFTER INSERT ON memory_facts REFERENCING NEW TABLE AS new_facts FOR EACH STATEMENT EXECUTE FUNCTION memory_items_from_new_facts();
 CREATE TRIGGER daily_summaries_index AFTER DELETE OR UPDATE ON daily_summaries FOR EACH ROW EXECUTE FUNCTION memory_items_from_daily();
 CREATE TRIGGER daily_summaries_index_insert AFTER INSERT ON daily_summaries REFERENCING NEW TABLE AS new_dailies FOR EACH STATEMENT EXECUTE FUNCTION memory_items_from_new_dailies();
+CREATE TRIGGER historical_summaries_index AFTER DELETE OR UPDATE ON historical_summaries FOR EACH ROW EXECUTE FUNCTION memory_items_from_historical();
+CREATE TRIGGER historical_summaries_index_insert AFTER INSERT ON historical_summaries REFERENCING NEW TABLE AS new_historicals FOR EACH STATEMENT EXECUTE FUNCTION memory_items_from_new_historicals();

@@ -1,3 +1,4 @@
--- Nothing to do on SQLite: 0019 makes PostgreSQL index new facts and daily summaries one statement
--- per INSERT or COPY (see 0019_index_inserts_per_statement.postgresql.sql); SQLite's search-index
--- triggers are inline SQL, cheap per row. This file keeps the versions without a gap.
+-- Nothing to do on SQLite: 0019 makes PostgreSQL index new facts, daily summaries and historical
+-- summaries one statement per INSERT or COPY (see 0019_index_inserts_per_statement.postgresql.sql);
+-- SQLite's search-index triggers are inline SQL, cheap per row. This file keeps the versions
+-- without a gap.

@@ -153,6 +153,31 @@ def test_historical_rows_index_only_the_newest_of_each_partition_and_user(store)
     assert bodies() == ["eleventh"]
 
 
+def test_one_statement_of_historical_rows_indexes_the_newest_of_each_pair(store):
+    """Several (partition, user) pairs and days, out of order, in one INSERT (PostgreSQL's statement
+    trigger sees them together): each pair's item is its newest row's, none for a pair whose newest
+    row is empty, and a later statement of older rows changes nothing."""
+    def hist(partition: str, user: int, day: str, summary: str) -> dict:
+        return {"partition": partition, "user_id": user, "day": dt.date.fromisoformat(day), "summary": summary,
+                "input_hash": "h", "source_days": 6, "degraded": False,
+                "created_at": dt.datetime(2026, 11, 1, tzinfo=UTC)}
+
+    guild, dm = f"guild:{G}", "dm:1170000000000000009"
+    with store.engine.begin() as conn:
+        conn.execute(sa.insert(historical_summaries).values([
+            hist(guild, ANA, "2026-11-12", "ana twelfth"), hist(guild, ANA, "2026-11-10", "ana tenth"),
+            hist(dm, ANA, "2026-11-09", "ana dm ninth"), hist(guild, BO, "2026-11-08", "bo eighth"),
+            hist(guild, BO, "2026-11-11", ""), hist(guild, CY, "2026-11-07", "cy seventh")]))
+    expected = {("historical", ANA, guild, "2026-11-12", "ana twelfth"),
+                ("historical", ANA, dm, "2026-11-09", "ana dm ninth"),
+                ("historical", CY, guild, "2026-11-07", "cy seventh")}
+    assert {(i[0], i[1], i[2], i[4], i[7]) for i in assert_in_step(store) if i[0] == "historical"} == expected
+    with store.engine.begin() as conn:
+        conn.execute(sa.insert(historical_summaries).values([
+            hist(guild, ANA, "2026-11-05", "ana fifth"), hist(guild, BO, "2026-11-04", "bo fourth")]))
+    assert {(i[0], i[1], i[2], i[4], i[7]) for i in assert_in_step(store) if i[0] == "historical"} == expected
+
+
 def test_clear_and_erase_empty_the_index_of_the_user(store, settings):
     run_sample(store, settings)
     before = assert_in_step(store)
@@ -285,17 +310,18 @@ def test_an_erased_users_words_leave_the_sqlite_files(sqlite_store, settings):
 
 
 def test_postgresql_indexes_new_rows_one_statement_per_insert_in_the_order_written(store, settings, db_kind):
-    """0019: an INSERT or COPY of facts or daily summaries reaches the index through one statement
-    trigger (its transition table), updates and deletes through the row triggers; the items come
-    in the order the rows were written, as the row triggers made them (facts: by id)."""
+    """0019: an INSERT or COPY of facts, daily or historical summaries reaches the index through one
+    statement trigger (its transition table), updates and deletes through the row triggers; facts'
+    items come in the order the rows were written, as the row triggers made them."""
     if db_kind != "postgresql":
         pytest.skip("SQLite's index triggers are per row, inline SQL")
     with store.engine.connect() as conn:
         triggers = dict(conn.exec_driver_sql(
             "SELECT tgname, pg_get_triggerdef(oid) FROM pg_trigger WHERE NOT tgisinternal "
-            "AND tgrelid IN ('memory_facts'::regclass, 'daily_summaries'::regclass)").all())
-    assert sorted(triggers) == ["daily_summaries_index", "daily_summaries_index_insert", "memory_facts_index",
-                                "memory_facts_index_insert"]
+            "AND tgrelid IN ('memory_facts'::regclass, 'daily_summaries'::regclass, "
+            "'historical_summaries'::regclass)").all())
+    assert sorted(triggers) == ["daily_summaries_index", "daily_summaries_index_insert", "historical_summaries_index",
+                                "historical_summaries_index_insert", "memory_facts_index", "memory_facts_index_insert"]
     assert all("FOR EACH STATEMENT" in triggers[t] and "AFTER INSERT" in triggers[t] for t in triggers
                if t.endswith("_insert"))
     assert all("FOR EACH ROW" in triggers[t] and "INSERT" not in triggers[t] for t in triggers
