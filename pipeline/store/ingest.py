@@ -163,7 +163,7 @@ class IngestStore:
         secondary indexes inside the import's transaction and return their CREATE statements, for
         `restore_message_indexes` at the import's end; else None. One build over all the rows
         costs less than half of keeping the indexes up to date row by row (SQLite, 1.05M messages:
-        3.2 s to build, 7.8 s of upkeep; PostgreSQL, 1M rows: 1.6-1.9 s to build, 6-7 s of upkeep),
+        3.2 s to build, 7.8 s of upkeep; PostgreSQL, 1M rows: 1.6-2.0 s to build, 6-8 s of upkeep),
         and a rollback restores them with everything else. The primary key and any unique index
         stay: the writes need them.
         PostgreSQL: a dropped index holds the table's ACCESS EXCLUSIVE lock until the import

@@ -194,8 +194,15 @@ def test_postgresql_keeps_the_indexes_when_another_session_holds_the_table(store
             timeouts.append(conn.exec_driver_sql("SHOW lock_timeout").scalar_one())
             return answer
         monkeypatch.setattr(Store, "defer_message_indexes", watched)
-        report = import_files(store, write_jsonl(tmp_path / "big.jsonl", rows(3 * THRESHOLD, 1190000000100000000)),
-                              settings)
+        # should the import wait for the lock without a timeout, the other session lets go after 10 s:
+        # the indexes are then dropped and the assertions below fail, instead of the test hanging
+        release = threading.Timer(10, other.rollback)
+        release.start()
+        try:
+            report = import_files(store, write_jsonl(tmp_path / "big.jsonl", rows(3 * THRESHOLD, 1190000000100000000)),
+                                  settings)
+        finally:
+            release.cancel()
         other.rollback()
     assert report.new == 3 * THRESHOLD
     assert deferrals and all(answer is None for _written, answer in deferrals)  # asked, and kept them
