@@ -33,6 +33,8 @@ import sys
 import time
 from pathlib import Path
 
+from . import cpu
+
 SAMPLE_S = 0.25  # how often run_child samples the memory of a job's processes
 
 UTC = dt.timezone.utc
@@ -142,12 +144,13 @@ def _timed(store, settings, kind, first, last, clock_at, cheap=False) -> dict:
     phases = Phases()
     peak_reset = _reset_peak()
     rss0 = _rss_kb()
-    with phases.installed():
+    with phases.installed(), cpu.measured() as used:
         w0, t0 = time.time(), time.perf_counter()
         out = asyncio.run(_execute(store, settings, kind, first, last, clock_at, cheap=cheap))
         t1, w1 = time.perf_counter(), time.time()
     return out | {"wall_s": round(t1 - t0, 3), "window": [w0, w1], "phases": phases.split(t0, t1), "peak_rss_mb": round(_hwm_kb() / 1024, 1),
-                  "rss_before_mb": round(rss0 / 1024, 1) if rss0 else None, "peak_is_run_only": peak_reset}
+                  "rss_before_mb": round(rss0 / 1024, 1) if rss0 else None, "peak_is_run_only": peak_reset,
+                  "cpu": used}
 
 
 def job_replay(job: dict) -> dict:

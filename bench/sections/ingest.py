@@ -17,7 +17,7 @@ import psycopg
 from pipeline.ingest import import_files, reader
 from pipeline.store import Store
 
-from .. import profiling
+from .. import cpu, profiling
 from ..env import Env, conninfo, log, pg_database
 from ..expected import partition_of
 
@@ -36,17 +36,22 @@ def _fresh(url: str) -> Store:
     return store
 
 
-def _pipeline_import(url: str, path: Path, settings, *, one_process: bool = False) -> float:
+def _pipeline_import(url: str, path: Path, settings, *, one_process: bool = False,
+                     used: list | None = None) -> float:
     """import_files of the corpus; one_process: without the reader process (pipeline/ingest/reader.py),
-    what the importer does below READER_AFTER_BYTES."""
+    what the importer does below READER_AFTER_BYTES. `used`: receives where its CPU went (bench/cpu.py)."""
     store = _fresh(url)
     threshold = reader.READER_AFTER_BYTES
     try:
         if one_process:
             reader.READER_AFTER_BYTES = float("inf")
-        t0 = time.perf_counter()
-        import_files(store, [path], settings, fmt="jsonl")
-        return time.perf_counter() - t0
+        with cpu.measured() as measured:
+            t0 = time.perf_counter()
+            import_files(store, [path], settings, fmt="jsonl")
+            t = time.perf_counter() - t0
+        if used is not None:
+            used.append(measured)
+        return t
     finally:
         reader.READER_AFTER_BYTES = threshold
         store.close()
@@ -57,7 +62,7 @@ def _row(r: dict, now: str) -> tuple:
             r["text"], r["ts"], r.get("reply_to"), r.get("edited_ts"), now)
 
 
-def _raw_copy(url: str, path: Path, *, from_file: bool, table: str = "bare_chat") -> float:
+def _raw_copy(url: str, path: Path, *, from_file: bool, table: str = "bare_chat", used: list | None = None) -> float:
     """COPY (text format) into a table with no index, key or constraint, one transaction.
     from_file: the timing includes reading and parsing the JSONL (the same input the importer
     gets); otherwise the rows are parsed beforehand and only the COPY is timed. table
@@ -70,17 +75,21 @@ def _raw_copy(url: str, path: Path, *, from_file: bool, table: str = "bare_chat"
         if table == "bare_chat":
             conn.execute(BARE)
         conn.commit()
-        t0 = time.perf_counter()
-        with conn.cursor() as cur, cur.copy(f"COPY {table} ({RAW_COLUMNS}) FROM STDIN") as copy:
-            if rows is None:
-                with path.open(encoding="utf-8") as fh:
-                    for line in fh:
-                        copy.write_row(_row(json.loads(line), now))
-            else:
-                for row in rows:
-                    copy.write_row(row)
-        conn.commit()
-        return time.perf_counter() - t0
+        with cpu.measured() as measured:
+            t0 = time.perf_counter()
+            with conn.cursor() as cur, cur.copy(f"COPY {table} ({RAW_COLUMNS}) FROM STDIN") as copy:
+                if rows is None:
+                    with path.open(encoding="utf-8") as fh:
+                        for line in fh:
+                            copy.write_row(_row(json.loads(line), now))
+                else:
+                    for row in rows:
+                        copy.write_row(row)
+            conn.commit()
+            t = time.perf_counter() - t0
+        if used is not None:
+            used.append(measured)
+        return t
 
 
 def _raw_sqlite(url: str, path: Path, *, table: str = "bare_chat") -> float:
@@ -125,14 +134,14 @@ def run(env: Env) -> dict:
     # the one-process import is measured beside it only when the import reads in a reader process
     compare = reader.wanted([(str(path), "jsonl")])
 
-    times, raw_times, keyed_times, alone_times = [], [], [], []
+    times, raw_times, keyed_times, alone_times, cpus = [], [], [], [], []
     for i in range(reps):
         with env.database("sqlite", "ingest-raw") as url:
             raw_times.append(_raw_sqlite(url, path))
         with env.database("sqlite", "ingest-raw-keyed") as url:
             keyed_times.append(_raw_sqlite(url, path, table="chat_history"))
         with env.database("sqlite", "ingest") as url:
-            times.append(_pipeline_import(url, path, settings))
+            times.append(_pipeline_import(url, path, settings, used=cpus))
         if compare:
             with env.database("sqlite", "ingest-one-process") as url:
                 alone_times.append(_pipeline_import(url, path, settings, one_process=True))
@@ -146,18 +155,19 @@ def run(env: Env) -> dict:
                      "raw_table_seconds": [round(t, 3) for t in keyed_times],
                      **({"one_process_seconds": [round(t, 3) for t in alone_times],
                          "one_process_msgs_per_s": round(n / min(alone_times))} if compare else {}),
-                     "raw_table_msgs_per_s": round(n / min(keyed_times))}
+                     "raw_table_msgs_per_s": round(n / min(keyed_times)),
+                     "cpu": cpus[times.index(best)]}  # the fastest import's
     res["sqlite"]["met"] = res["sqlite"]["msgs_per_s"] >= SQLITE_TARGET
 
     if env.pg_reason is None:
-        pipe, raw, raw_db, keyed, alone = [], [], [], [], []
+        pipe, raw, raw_db, keyed, alone, pipe_cpu, raw_cpu = [], [], [], [], [], [], []
         for i in range(reps):  # interleaved, each into its own fresh database
             with pg_database() as url:
-                raw.append(_raw_copy(url, path, from_file=True))
+                raw.append(_raw_copy(url, path, from_file=True, used=raw_cpu))
             with pg_database() as url:
                 keyed.append(_raw_copy(url, path, from_file=True, table="chat_history"))
             with pg_database() as url:
-                pipe.append(_pipeline_import(url, path, settings))
+                pipe.append(_pipeline_import(url, path, settings, used=pipe_cpu))
             if compare:
                 with pg_database() as url:
                     alone.append(_pipeline_import(url, path, settings, one_process=True))
@@ -176,6 +186,7 @@ def run(env: Env) -> dict:
             **({"one_process_seconds": [round(t, 3) for t in alone], "one_process_msgs_per_s": round(n / min(alone))}
                if compare else {}),
             "ratio": round(ratio, 3), "ratio_copy_only": round(min(raw_db) / min(pipe), 3), "met": ratio >= PG_TARGET,
+            "cpu": pipe_cpu[pipe.index(min(pipe))], "raw_copy_cpu": raw_cpu[raw.index(min(raw))],  # the fastest's
         }
 
     res["profiles"] = {}
@@ -229,6 +240,7 @@ def render(res: dict) -> list[str]:
     if alone:
         out += ["", f"The same import in one process (no reader process, as below {reader.READER_AFTER_BYTES // 2 ** 20} "
                 f"MiB of JSONL; pipeline/ingest/reader.py): {'; '.join(alone)}."]
+    out += _cpu_lines(s, pg)
     keyed = [f"{name} {r['raw_table_msgs_per_s']:,} msgs/s ({r['raw_table_msgs_per_s'] / base:.2f}× the bare table)"
              for name, r, base in (("SQLite", s, s["raw_msgs_per_s"]), ("PostgreSQL", pg, pg and pg["raw_copy_msgs_per_s"]))
              if r and "raw_table_msgs_per_s" in r]
@@ -239,3 +251,27 @@ def render(res: dict) -> list[str]:
                 "as the table (pipeline/store/ingest.py `defer_message_indexes`, both databases), so it can pass "
                 "that."]
     return out
+
+
+def _cpu_lines(s: dict, pg: dict | None) -> list[str]:
+    """Where the fastest imports' CPU went, and what that bounds (results from before the bench
+    measured CPU have none)."""
+    parts = []
+    if s.get("cpu"):
+        parts.append(f"SQLite: {cpu.split(s['cpu'], ('importer', 'reader process', 'rest'))}")
+    if pg and pg.get("cpu"):
+        used, raw = pg["cpu"], pg["raw_copy_cpu"]
+        n = used["cpus"]
+        allowed = raw["wall_s"] / PG_TARGET
+        text = (f"PostgreSQL: {cpu.split(used, ('importer', 'reader process', 'server'))}; the raw COPY "
+                f"{cpu.split(raw, ('client', '', 'server'))}")
+        if not pg["met"]:
+            text += (f". {PG_TARGET}× the raw COPY is the import in {allowed:,.1f} s, at most {allowed * n:,.1f} CPU-s "
+                     f"on {n} CPUs: the import used {cpu.total_s(used):,.1f}, so it takes at least "
+                     f"{cpu.total_s(used) / n:,.1f} s however its processes overlap")
+        parts.append(text)
+    if not parts:
+        return []
+    return ["", "CPU of the fastest import (user + system time of the importer and its reader process; the rest "
+            "of the machine over the same time from /proc/stat, on PostgreSQL mostly the server; bench/cpu.py): "
+            + "; ".join(parts) + "."]

@@ -42,6 +42,12 @@ def test_every_section_is_measured_and_reported(bench):
         spread = s["overhead"]["databases"]["sqlite"]["spread"]
         assert spread["processes"] == os.cpu_count() and spread["wall_s"] > 0 and spread["peak_rss_mb"] > 0
         assert "processes |" in text
+        # where its CPU went: the run's own process and the stage process it waited for both worked
+        assert spread["cpu"]["self_s"] > 0 and spread["cpu"]["children_s"] > 0
+    used = s["overhead"]["databases"]["sqlite"]["cpu"]
+    assert used["self_s"] > 0 and used["cpus"] == (os.cpu_count() or 1)
+    assert "CPU-s: run + rest of the machine" in text and "CPU-s (" in text
+    assert s["ingest"]["sqlite"]["cpu"]["self_s"] > 0  # the importer; its reader process only above 10 MiB
     assert 0 < s["quota"]["variants"][0]["share"] <= 1.0
     assert s["quota"]["variants"][0]["max_in_window"] <= s["quota"]["variants"][0]["limit"]
     assert s["read"]["databases"]["sqlite"]["get_context"]["p99_ms"] > 0
@@ -50,6 +56,8 @@ def test_every_section_is_measured_and_reported(bench):
         assert s["cost"][part]["prompt_tokens_with_system"] > 0 and s["cost"][part]["prompt_per_chat_token"] > 0
     if os.environ.get("CI") == "true":  # CI has PostgreSQL: its halves must have run
         assert s["ingest"]["postgresql"] is not None and "postgresql" in s["read"]["databases"]
+        pg = s["ingest"]["postgresql"]
+        assert pg["cpu"]["rest_s"] is not None and pg["raw_copy_cpu"]["self_s"] > 0
 
 
 def test_nightly_calls_equal_the_minimum_and_unchanged_replay_costs_nothing(bench):
