@@ -131,12 +131,16 @@ def _bound(res: dict) -> str:
         if not used or _met(d["spread"]):
             continue
         n = used["cpus"]
+        if cpu.total_s(used) < 0.9 * n * used["wall_s"]:  # CPUs idle a tenth of the time or more: not CPU-bound
+            lines.append(f"{db}: {cpu.total_s(used):,.0f} CPU-s in {used['wall_s']:,.0f} s, only {cpu.busy(used)} "
+                         f"busy: the run also waited")
+            continue
         lines.append(f"{db}: {cpu.total_s(used):,.0f} CPU-s in {used['wall_s']:,.0f} s ({cpu.busy(used)} busy), "
                      f"so at least {cpu.total_s(used) / n:,.0f} s on {n} CPUs however the work is shared; "
                      f"{WALL_TARGET_S:.0f} s allows at most {WALL_TARGET_S * n:,.0f} CPU-s "
                      f"({WALL_TARGET_S * n / cpu.total_s(used):.0%} of what this run used)")
     if not lines:
         return ""
-    return ("What bounds the misses: CPU, not waiting. CPU-s = the run's processes (user + system time, its stage "
+    return ("What bounds the misses (CPU where every CPU was busy). CPU-s = the run's processes (user + system time, its stage "
             "processes included) + the rest of the machine over the same time (/proc/stat: the database server "
             "on PostgreSQL; bench/cpu.py). " + "; ".join(lines) + ".")
