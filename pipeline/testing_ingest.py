@@ -36,6 +36,13 @@ class InMemoryIngest:
             and not group, "name": new["name"] if new["name"] is not None else old["name"]})
 
     @_recorded
+    def mark_group_dms(self, conn, channel_ids) -> None:  # two writers ever: a group for good
+        with self._writing():
+            for row in self._select("channels", channel_id=tuple(channel_ids), visibility="dm"):
+                if len({m["user_id"] for m in self._select("chat_history", partition=row["partition"])}) > 1:
+                    self._update("channels", self._key("channels", row), {"is_group": True, "one_to_one": False})
+
+    @_recorded
     def stored_channels(self, conn, channel_ids) -> dict[int, dict]:
         return {r["channel_id"]: _out(r, ("channel_id", "guild_id", "visibility", "partition"))
                 for r in self._select("channels", channel_id=channel_ids)}

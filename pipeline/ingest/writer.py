@@ -99,6 +99,9 @@ class Writer:
             self.deferred_indexes = None
         if finished.channels:
             self.store.write_channels(self.conn, finished.channels)
+        # a second writer in a DM makes it a group for good (later deletions must not reopen it)
+        if dms := [channel for channel, seen in self.audience.items() if seen[0] == "dm"]:
+            self.store.mark_group_dms(self.conn, dms)
         if finished.members:
             self.store.write_members(self.conn, [
                 {"partition": partition, "user_id": user_id, "display_name": name, "seen_at": seen_at}

@@ -31,7 +31,7 @@ from sqlalchemy.engine import Connection
 from ..db.queries import query
 from ..db.tables import channels, chat_history
 from ..utc_text import utc_texts
-from .base import JSON_TEXT, Rows, insert_for, select_in
+from .base import JSON_TEXT, Rows, chunks, insert_for, select_in
 
 UTC = dt.timezone.utc
 SORT_THREADS = 4  # SQLite's helper threads for an index build (restore_message_indexes)
@@ -67,6 +67,7 @@ class IngestStorage(Protocol):
     def copy_new_messages(self, conn: Connection, records: list[tuple]) -> bool: ...
     def write_members(self, conn: Connection, rows: Iterable[dict]) -> None: ...
     def write_channels(self, conn: Connection, rows: Iterable[dict]) -> None: ...
+    def mark_group_dms(self, conn: Connection, channel_ids: Iterable[int]) -> None: ...
     def stored_channels(self, conn: Connection, channel_ids: Iterable[int]) -> dict[int, dict]: ...
     def stored_messages(self, conn: Connection, keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], dict]: ...
     def defer_message_indexes(self, conn: Connection, new: int) -> list[str] | None: ...
@@ -136,6 +137,18 @@ class IngestStore:
                       # one-to-one only when said so and never said to be a group (fail closed)
                       "one_to_one": sa.and_(sa.or_(channels.c.one_to_one, stmt.excluded.one_to_one), sa.not_(group)),
                       "name": sa.func.coalesce(stmt.excluded.name, channels.c.name)}), rows)
+
+    def mark_group_dms(self, conn: Connection, channel_ids: Iterable[int]) -> None:
+        """Mark those of these DMs that two people have written in as groups, for good: retention,
+        a deletion or an erase may later take the second writer's messages, never the audience
+        they wrote to (a DM is one-to-one only while one person has ever written in it)."""
+        ch, a, b = channels.c, chat_history.alias("a").c, chat_history.alias("b").c
+        first = (sa.select(b.user_id).where(b.partition == ch.partition).limit(1)
+                 .correlate(channels).scalar_subquery())
+        second = sa.exists().where(a.partition == ch.partition, a.user_id != first).correlate(channels)
+        for chunk in chunks(channel_ids):
+            conn.execute(sa.update(channels).where(ch.channel_id.in_(chunk), ch.visibility == "dm",
+                                                   sa.not_(ch.is_group), second).values(is_group=True, one_to_one=False))
 
     def stored_channels(self, conn: Connection, channel_ids: Iterable[int]) -> dict[int, dict]:
         """Guild, visibility and partition of the channels already stored, read inside the

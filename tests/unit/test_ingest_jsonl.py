@@ -38,6 +38,9 @@ class RecordingStore:
     def write_channels(self, conn, rows):
         self.channels.extend(rows)
 
+    def mark_group_dms(self, conn, channel_ids):
+        pass
+
     def stored_channels(self, conn, channel_ids):
         return {}
 
