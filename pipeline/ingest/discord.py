@@ -8,6 +8,9 @@ Mapping:
 - DirectTextChat / DirectGroupTextChat -> visibility dm, guild_id None (the export says guild
   "0"), is_group False (one-to-one: the export says so) / True.
 - GuildPrivateThread -> restricted (only invited members can read it).
+- GuildPublicThread / GuildNewsThread -> its parent channel's audience (the export's categoryId):
+  restricted unless the parent is known public (`parent_public`), so a restricted channel's
+  thread imported on its own never lands in the guild's public partition.
 - every other channel type -> public, or restricted when the caller says so.
 - skipped (yielded as a `Skipped` reason, counted by it in the import report): system messages
   (any type but Default/Reply), bot authors unless include_bots, and messages with no content,
@@ -22,7 +25,7 @@ Ids stay strings here: validation (pipeline/ingest/model.py) parses them as 64-b
 from __future__ import annotations
 
 import os
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ..errors import InputError
 from .jsondoc import load_json
@@ -30,6 +33,7 @@ from .model import BOT_AUTHOR, EMPTY, Skipped, kind_of, located_id, message_wher
 
 DM_TYPES = {"DirectTextChat": False, "DirectGroupTextChat": True}  # type -> is_group
 PRIVATE_TYPES = {"GuildPrivateThread"}
+THREAD_TYPES = {"GuildPublicThread", "GuildNewsThread"}  # readable by whoever reads the parent
 MESSAGE_TYPES = {"Default", "Reply"}
 GUILD_VISIBILITIES = (None, "public", "restricted")
 
@@ -48,17 +52,20 @@ def read_discord(
 
 
 def discord_rows(
-    doc: Any, source: str, *, visibility: str | None = None, include_bots: bool = False
+    doc: Any, source: str, *, visibility: str | None = None, include_bots: bool = False,
+    parent_public: Callable[[int], bool] = lambda _parent: False,
 ) -> Iterator[tuple[str, dict[str, Any] | Skipped]]:
-    """read_discord on a document already read (pipeline/ingest/jsondoc.py) from `source`."""
+    """read_discord on a document already read (pipeline/ingest/jsondoc.py) from `source`.
+    parent_public(channel id): is that channel known to be public (a thread's parent)?"""
     if visibility not in GUILD_VISIBILITIES:
         raise ValueError(f"visibility for a Discord export must be public or restricted, not {visibility!r}")
     if not isinstance(doc, dict):
         raise InputError(source, "top level", "not a DiscordChatExporter JSON export: expected an object")
-    return _rows(doc, source, visibility, include_bots)
+    return _rows(doc, source, visibility, include_bots, parent_public)
 
 
-def _rows(doc: dict[str, Any], source: str, visibility: str | None, include_bots: bool):
+def _rows(doc: dict[str, Any], source: str, visibility: str | None, include_bots: bool,
+          parent_public: Callable[[int], bool]):
     guild = _section(doc, "guild", source)
     channel = _section(doc, "channel", source)
     messages = doc.get("messages")
@@ -76,6 +83,8 @@ def _rows(doc: dict[str, Any], source: str, visibility: str | None, include_bots
             raise InputError(source, "guild", f"guild id 0 is for direct messages, but the channel type is {channel_type}")
         if channel_type in PRIVATE_TYPES:
             vis = "restricted"
+        elif channel_type in THREAD_TYPES and not _parent_known_public(channel, source, parent_public):
+            vis = "restricted"  # fail closed: a thread of a restricted (or unknown) channel
         else:
             vis = visibility or "public"
         is_group = None  # only a DM has a kind
@@ -126,6 +135,11 @@ def _rows(doc: dict[str, Any], source: str, visibility: str | None, include_bots
             "edited_ts": msg.get("timestampEdited"),
             "reply_to": reply_to,
         }
+
+
+def _parent_known_public(channel: dict[str, Any], source: str, parent_public: Callable[[int], bool]) -> bool:
+    parent = channel.get("categoryId")  # a thread's parent channel (DiscordChatExporter's naming)
+    return parent is not None and parent_public(located_id(parent, source, "channel", "categoryId"))
 
 
 def _text(msg: dict[str, Any], source: str, where: str) -> str:

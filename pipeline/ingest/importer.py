@@ -119,11 +119,21 @@ def import_files(
                 if kind == "telegram":
                     rows = telegram_rows(doc, source, telegram, found)
                 else:
-                    rows = discord_rows(doc, source, visibility=visibility, include_bots=include_bots)
+                    rows = discord_rows(doc, source, visibility=visibility, include_bots=include_bots,
+                                        parent_public=lambda parent: _is_public(store, conn, batches, parent))
             feed(batches, validator, report, rows, source)
         report.warnings += found.check(telegram)  # an unmatched --restricted-chat: InputError, nothing written
         batches.finish()
     return report
+
+
+def _is_public(store: Store, conn, batches, channel_id: int) -> bool:
+    """A channel public as this import has it so far, or as stored (a thread's parent)."""
+    seen = batches.audience.get(channel_id)
+    if seen is not None:
+        return seen[0] == "public"
+    stored = store.stored_channels(conn, [channel_id]).get(channel_id)
+    return stored is not None and stored["visibility"] == "public"
 
 
 def detect_format(path: str | os.PathLike) -> Format:
