@@ -20,12 +20,12 @@ from __future__ import annotations
 import functools
 import math
 import re
-import unicodedata
 
 from pipeline.memory.model import Candidate
 from pipeline.safety import reads_unsafe
 from pipeline.summarize.base import ChatLine, PartitionDay
-from pipeline.summarize.text import STOPWORDS, content_tokens, tokens
+# plain and word_forms live with the forget path's matching (summarize/text.py), which uses them too
+from pipeline.summarize.text import content_tokens, plain, tokens, word_forms  # noqa: F401  (word_forms: re-exported)
 
 REASONS = ("low_confidence", "ungrounded", "unsafe", "raw_id", "not_a_speaker", "forgotten")
 MAX_FACT_CHARS = 300
@@ -82,51 +82,6 @@ def normalise_fact(text: str, subject_name: str) -> str:
 
 
 # ------------------------------------------------------------------ grounding
-
-def plain(text: str) -> str:
-    """NFKC, format characters and accents removed, curly apostrophes straightened (plain ASCII
-    already is so)."""
-    if text.isascii():
-        return text
-    text = unicodedata.normalize("NFKC", text)
-    text = "".join(c for c in unicodedata.normalize("NFKD", text)
-                   if unicodedata.category(c) not in ("Cf", "Mn"))
-    return text.replace("’", "'").replace("‘", "'")
-
-
-def word_forms(word: str) -> set[str]:
-    """The word and its light suffix stems (plural, -'s, -es, -ies/-ied, -ed, -ing, with and
-    without a final e or a doubled consonant): "plays", "played", "playing" meet at "play";
-    "uses", "used", "using" at "use"; "studies", "studied" at "study"; "running" reaches "run".
-    Two words match when their forms meet. Not a linguist's stemmer: loose on purpose, and the
-    grounding threshold is a share of words, not a proof."""
-    w = word.lower()
-    out = {w}
-
-    def add(base: str, *ends: str, guessed: bool = True) -> None:
-        # a guessed stem (a removed -ing, -ed, -es) that is a stopword is no stem: "thing" is
-        # not "the", "shed" not "she"; a plain plural keeps its word ("owns" is "own")
-        if len(base) < 2:
-            return
-        forms = {base + e for e in ends}
-        if len(base) > 2 and base[-1] == base[-2] and base[-1] not in "aeiouy":
-            forms.add(base[:-1])
-        out.update(f for f in forms if not (guessed and f in STOPWORDS))
-
-    if w.endswith("'s"):
-        add(w[:-2], "", guessed=False)
-    if w.endswith(("ies", "ied")):
-        add(w[:-3], "y")
-    if w.endswith("ing"):
-        add(w[:-3], "", "e")
-    if w.endswith("ed"):
-        add(w[:-2], "", "e")
-    if w.endswith("es"):
-        add(w[:-2], "")
-    if w.endswith("s") and not w.endswith("ss"):
-        add(w[:-1], "", guessed=False)
-    return out
-
 
 def grounding(text: str, cited: list[str], subject_name: str = "") -> float:
     """Share of the fact's distinct content words (text.content_tokens, minus the words of the

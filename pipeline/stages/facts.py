@@ -96,7 +96,7 @@ async def forget(ctx: RunContext, scope: str, user_id: int, fact: str, *, refres
     rows = _readable_rows(inputs, inputs.source_partitions(sc, user_id), user_id)
     outcome = await ctx.summarizer.forget([r["text"] for r in rows], fact, name)
     ctx.stats.record(outcome)
-    # the model's answer, and every row that states it word for word (forgetting errs towards removing)
+    # the model's answer, and every row that states it in any form (forgetting errs towards removing)
     hits = {i for i in outcome.value if 0 <= i < len(rows)}
     hits |= {i for i, r in enumerate(rows) if mentions_fact(r["text"], fact, name)}
     reach = reach_of_forget(ctx.store, inputs, scope, user_id, fact)

@@ -20,6 +20,10 @@ from ..summarize.text import names_person, scrub, tokens
 from .merge_inputs import MergeInputs
 
 
+# How a text is found to state a forgotten fact (summarize/text.py mentions_fact): 2, by word forms
+MATCH = 2
+
+
 @dataclass(frozen=True)
 class Applied:
     """The forgotten facts that apply to one derived row, as (user, fact) pairs, and the names
@@ -29,8 +33,9 @@ class Applied:
     names: dict[int, tuple[str, ...]] = field(default_factory=dict)
 
     def key(self) -> list[list]:
-        """For the row's input hash: a new forgotten fact recomputes exactly the rows it applies to."""
-        return [[u, f] for u, f in self.facts]
+        """For the row's input hash: a new forgotten fact recomputes exactly the rows it applies to
+        (and a new MATCH, the rows with any: stored before it, they may still state one)."""
+        return [[MATCH], *([u, f] for u, f in self.facts)] if self.facts else []
 
     def scrub(self, text: str, author: int, author_name: str = "") -> str:
         """The author's own facts go wherever stated; another person's only from sentences that

@@ -3,7 +3,9 @@ forget path. Deterministic: same input, same output, on every machine."""
 
 from __future__ import annotations
 
+import functools
 import re
+import unicodedata
 from typing import Callable
 
 STOPWORDS = frozenset("""
@@ -45,6 +47,51 @@ def tokens(text: str) -> list[str]:
     for t in WORD.findall(text):
         t = t.lower().replace("’", "'")
         out.append(t[:-2] if t.endswith("'s") and len(t) > 2 else t)
+    return out
+
+
+def plain(text: str) -> str:
+    """NFKC, format characters and accents removed, curly apostrophes straightened (plain ASCII
+    already is so)."""
+    if text.isascii():
+        return text
+    text = unicodedata.normalize("NFKC", text)
+    text = "".join(c for c in unicodedata.normalize("NFKD", text)
+                   if unicodedata.category(c) not in ("Cf", "Mn"))
+    return text.replace("’", "'").replace("‘", "'")
+
+
+def word_forms(word: str) -> set[str]:
+    """The word and its light suffix stems (plural, -'s, -es, -ies/-ied, -ed, -ing, with and
+    without a final e or a doubled consonant): "plays", "played", "playing" meet at "play";
+    "uses", "used", "using" at "use"; "studies", "studied" at "study"; "running" reaches "run".
+    Two words match when their forms meet. Not a linguist's stemmer: loose on purpose, and the
+    grounding threshold is a share of words, not a proof."""
+    w = word.lower()
+    out = {w}
+
+    def add(base: str, *ends: str, guessed: bool = True) -> None:
+        # a guessed stem (a removed -ing, -ed, -es) that is a stopword is no stem: "thing" is
+        # not "the", "shed" not "she"; a plain plural keeps its word ("owns" is "own")
+        if len(base) < 2:
+            return
+        forms = {base + e for e in ends}
+        if len(base) > 2 and base[-1] == base[-2] and base[-1] not in "aeiouy":
+            forms.add(base[:-1])
+        out.update(f for f in forms if not (guessed and f in STOPWORDS))
+
+    if w.endswith("'s"):
+        add(w[:-2], "", guessed=False)
+    if w.endswith(("ies", "ied")):
+        add(w[:-3], "y")
+    if w.endswith("ing"):
+        add(w[:-3], "", "e")
+    if w.endswith("ed"):
+        add(w[:-2], "", "e")
+    if w.endswith("es"):
+        add(w[:-2], "")
+    if w.endswith("s") and not w.endswith("ss"):
+        add(w[:-1], "", guessed=False)
     return out
 
 
@@ -159,16 +206,34 @@ def pick(candidates: list[str], budget: int, *, sep_len: int = 3, min_score: flo
 
 def mentions_fact(sentence: str, fact: str, subject: str = "") -> bool:
     """True when the sentence states the fact: every content word of the fact appears in the
-    sentence as a whole word (so "ban" never matches "band"), or the texts are equal. Words of
-    the subject's own name are not required: "Ana is in CET" matches Ana's "I'm in CET"."""
-    fact_words = set(content_tokens(fact)) or set(tokens(fact))
-    reduced = fact_words - set(tokens(subject))
-    fact_words = reduced or fact_words
+    sentence as a whole word in one of its forms (`word_forms`: "lives" is "I live", "ban" never
+    matches "band"), compared without case, accents or lookalike letters (`plain`), or the texts
+    are equal. Words of the subject's own name are not required: "Ana is in CET" matches Ana's
+    "I'm in CET". The fact is stored in the third person and the chat quoted in the first, and a
+    user types it their own way: forgetting errs towards removing."""
+    fact_words = _fact_words(fact, subject)
     if not fact_words:
         return False
     if clean(sentence).lower() == clean(fact).lower():
         return True
-    return fact_words <= set(tokens(sentence))
+    said = set(tokens(plain(sentence)))
+    if fact_words <= said:
+        return True
+    forms = {f for w in said for f in _forms(w)}
+    return all(_forms(w) & forms for w in fact_words)
+
+
+@functools.lru_cache(maxsize=4096)
+def _fact_words(fact: str, subject: str) -> frozenset[str]:
+    """The words `mentions_fact` looks for (a forgotten fact is matched against many texts)."""
+    fact, subject = plain(fact), plain(subject)
+    words = set(content_tokens(fact)) or set(tokens(fact))
+    return frozenset(words - set(tokens(subject)) or words)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _forms(word: str) -> frozenset[str]:
+    return frozenset(word_forms(word))
 
 
 def names_person(text: str | set[str], names) -> bool:

@@ -3,7 +3,7 @@ row is cleaned of them. Where they apply in a real run: tests/integration/test_f
 
 from __future__ import annotations
 
-from pipeline.stages.forgetting import NOTHING, Applied, Forgetting
+from pipeline.stages.forgetting import MATCH, NOTHING, Applied, Forgetting
 
 ANA, BO, ZED = 1, 2, 3
 ROWS = [{"scope": "guild:1", "user_id": ANA, "fact": "balcony beehive"},
@@ -23,7 +23,7 @@ def test_another_persons_facts_apply_only_when_the_inputs_name_them():
     assert FORGETTING.applied(["guild:1"], [BO], ["Bo fixed the rails"]) is NOTHING
     applied = FORGETTING.applied(["guild:1"], [BO], ["Zed said hi", "Bo fixed the rails"])
     assert applied.facts == ((ZED, "night shifts"),) and applied.names == {ZED: ("Zed",)}
-    assert applied.key() == [[ZED, "night shifts"]]
+    assert applied.key() == [[MATCH], [ZED, "night shifts"]]
 
 
 def test_scrub_removes_the_authors_facts_anywhere_and_others_only_where_named():

@@ -159,7 +159,18 @@ def test_mentions_fact_ignores_the_subjects_own_name():
     assert not mentions_fact("I'm in CET", "Ana is in CET")  # without the subject, "ana" is required
     # Every word of a multi-word name is dropped; the rest must still match as whole words.
     assert mentions_fact("she lives in Porto now", "Ana Maria lives in Porto", subject="Ana Maria")
-    assert not mentions_fact("I live in Porto", "Ana Maria lives in Porto", subject="Ana Maria")
+    assert not mentions_fact("I live in Lisbon", "Ana Maria lives in Porto", subject="Ana Maria")
+
+
+def test_mentions_fact_reads_every_form_of_a_word_and_plain_letters():
+    # a fact is stored in the third person, the chat quoted in the first, and typed any which way
+    assert mentions_fact("I live in Porto", "Lives in Porto")
+    assert mentions_fact("Ana: “I'm living in Porto”", "she lives in porto!")
+    assert mentions_fact("studied maths at uni", "Studies maths")
+    assert mentions_fact("I moved to São Paulo", "moved to sao paulo")
+    assert mentions_fact("I moved to Sao Paulo", "MOVED TO ＳＡＯ PAULO")
+    assert not mentions_fact("I play in a band", "bans")  # still whole words
+    assert not mentions_fact("I live in Porto", "Lives in Lisbon")
 
 
 def test_mentions_fact_is_case_insensitive_and_matches_equal_text():
