@@ -80,6 +80,11 @@ class InMemoryFacts:
                 if row is not None and row["user_id"] == user_id:
                     del self.tables["memory_facts"][(fact_id,)]
                     changed += 1
+            for key, row in list(self.tables["memory_facts"].items()):  # others' stating it (store/facts.py)
+                if row["user_id"] != user_id and row["partition"] in set(scrub.partitions) \
+                        and scrub({"user_id": row["user_id"], "text": row["text"]}) != row["text"]:
+                    del self.tables["memory_facts"][key]
+                    changed += 1
             contexts = set(scrub.contexts)
             for table, col, keys in SCRUBBED:
                 reach = scrub_reach(table, scrub)

@@ -146,6 +146,17 @@ def update_facts(conn, updates: dict[int, dict]) -> None:
         conn.execute(statement, [{"b_id": fact_id, **{f"b_{k}": values[k] for k in columns}} for fact_id, values in run])
 
 
+def _delete_others_stating(conn, user_id: int, scrub: Scrub) -> int:
+    """Other people's fact rows of the reached partitions (any status) that state the forgotten
+    fact about the user: a fact is one statement, so it goes whole (no row keeps a forgotten
+    text; search would find it). `scrub` keeps another author's text unless it names the user."""
+    f = memory_facts.c
+    rows = list(select_in(conn, lambda values: sa.select(f.id, f.user_id, f.text).where(
+        f.partition.in_(values), f.user_id != user_id), sorted(scrub.partitions)))
+    gone = sorted(r.id for r in rows if scrub({"user_id": r.user_id, "text": r.text}) != r.text)
+    return sum(conn.execute(sa.delete(memory_facts).where(f.id.in_(chunk))).rowcount for chunk in chunks(gone))
+
+
 class FactsStore:
     def memory_facts(self, *, user_ids: Iterable[int] | None = None, active_only: bool = False,
                      columns: Sequence[str] | None = None) -> list[dict]:
@@ -187,8 +198,9 @@ class FactsStore:
 
     def forget_fact(self, scope: str, user_id: int, fact: str, now: dt.datetime, *,
                     delete_ids: Iterable[int], scrub: Scrub) -> int:
-        """Record the forgotten fact, delete the fact rows `delete_ids`, and scrub every stored
-        summary, profile and context the `scrub` reaches. Returns the rows deleted or scrubbed."""
+        """Record the forgotten fact, delete the fact rows `delete_ids` and other people's facts of
+        the reached partitions that state it about the user, and scrub every stored summary,
+        profile and context the `scrub` reaches. Returns the rows deleted or scrubbed."""
         with self.writing("forgetting a fact") as conn:
             conn.execute(sa.insert(forgotten_facts).values(scope=scope, user_id=user_id, fact=fact, created_at=now))
             ids = sorted(set(delete_ids))
@@ -196,6 +208,7 @@ class FactsStore:
             for chunk in (ids[i:i + 500] for i in range(0, len(ids), 500)):
                 changed += conn.execute(sa.delete(memory_facts).where(memory_facts.c.id.in_(chunk),
                                                                       memory_facts.c.user_id == user_id)).rowcount
+            changed += _delete_others_stating(conn, user_id, scrub)
             contexts = set(scrub.contexts)
             for table, col, keys in SCRUBBED:
                 rows = list(select_in(conn, lambda values: sa.select(*[table.c[k] for k in keys], table.c[col])
