@@ -2,12 +2,15 @@
 tell which exporter wrote it by its top-level keys.
 
 A document is read once: by msgspec (several times faster); a document it refuses is read again
-by the json module, so that every error is json's, located by its line.
+by the json module, so that every error is json's, located by its line. Telegram Desktop writes an
+ASCII control character in a string as `\\xHH`, which is not JSON (its SerializeString; tdesktop
+issue #27571): a refused document has those read as the `\\u00HH` they mean before either reading.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 
 import msgspec
@@ -15,6 +18,8 @@ import msgspec
 from ..errors import InputError
 
 ExportKind = Literal["discord", "telegram"]
+# `\xHH` after an even run of backslashes (an odd one ends in an escaped backslash, then text "x")
+_HEX_ESCAPE = re.compile(rb"(?<!\\)((?:\\\\)*)\\x([0-9A-Fa-f]{2})")
 
 
 def load_json(source: str) -> Any:
@@ -25,7 +30,14 @@ def load_json(source: str) -> Any:
         try:
             return msgspec.json.decode(data.removeprefix(b"\xef\xbb\xbf"))
         except (msgspec.DecodeError, UnicodeDecodeError):
-            return json.loads(data.decode("utf-8-sig"))
+            pass
+        if b"\\x" in data:  # (line numbers stay: no newline is added or removed)
+            data = _HEX_ESCAPE.sub(rb"\1\\u00\2", data)
+            try:
+                return msgspec.json.decode(data.removeprefix(b"\xef\xbb\xbf"))
+            except (msgspec.DecodeError, UnicodeDecodeError):
+                pass
+        return json.loads(data.decode("utf-8-sig"))
     except OSError as exc:
         raise InputError(source, "cannot open", exc.strerror or str(exc)) from None
     except UnicodeDecodeError as exc:  # located: the line holding the first bad byte
