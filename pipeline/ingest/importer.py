@@ -114,7 +114,7 @@ def import_files(
             if kind == "jsonl":
                 rows = read_jsonl(source, JsonlRow)
             else:  # a JSON export, read once
-                doc = load_json(source)
+                doc = _load_export(source)
                 kind = _export_kind(doc, source, None if kind == "json" else kind)
                 if kind == "telegram":
                     rows = telegram_rows(doc, source, telegram, found)
@@ -143,7 +143,27 @@ def detect_format(path: str | os.PathLike) -> Format:
     if kind != "json":
         return kind
     source = os.fspath(path)
-    return _export_kind(load_json(source), source, None)
+    return _export_kind(_load_export(source), source, None)
+
+
+def _load_export(source: str) -> Any:
+    """load_json, its error saying so when the file is JSONL under a .json name (a common naming)."""
+    try:
+        return load_json(source)
+    except InputError as exc:
+        if not exc.what.startswith("invalid JSON: Extra data") or not _first_line_is_object(source):
+            raise
+        raise InputError(source, exc.where, f"{exc.what}: this file holds one JSON object per line (JSONL), not "
+                                            "an export: pass --format jsonl, or name it .jsonl") from None
+
+
+def _first_line_is_object(source: str) -> bool:
+    with open(source, encoding="utf-8-sig", errors="replace") as fh:
+        first = next((line for line in fh if line.strip()), "")
+    try:
+        return isinstance(json.loads(first), dict)
+    except ValueError:
+        return False
 
 
 def _sniff(path: str | os.PathLike) -> Literal["jsonl", "json"]:
