@@ -49,3 +49,8 @@ class SearchError(MempipeError, ValueError):
 
 class SummarizerError(MempipeError):
     pass
+
+
+class ErasedDuringRun(MempipeError):
+    """A user was erased after this run (or worker job) began reading: what it made since may hold
+    their data, so it writes nothing more (the next run makes it again, without them)."""

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 
 from .db.tables import metadata
 from .db.types import UtcDateTime
-from .errors import StoreError
+from .errors import ErasedDuringRun, StoreError
 from .store.base import hashable  # the real store's dump rendering
 from .store.derived import CONTEXT_STATE, RETENTION_KEYS
 from .testing_controls import InMemoryControls
@@ -268,9 +268,11 @@ class InMemoryStageStore(InMemoryIngest, InMemoryFacts, InMemoryControls):
 
     @_recorded
     def write_batch(self, dailies=(), historicals=(), contexts=(), touches=(), *, facts=(), same_fact=0.85,
-                    profiles=(), removals=(), dropped_days=(), queued_done=()):
+                    profiles=(), removals=(), dropped_days=(), queued_done=(), erase_marker=None):
         """One transaction; a partition-day's summaries are replaced whole, its facts stored with them."""
         with self._writing():
+            if erase_marker is not None and self.last_erase_id() > erase_marker:  # store/controls.py
+                raise ErasedDuringRun("a user was erased while this run was working")
             if dailies:
                 whole = {(r["partition"], r["day"]) for r, _s, _n in dailies}
                 for key in [k for k in self.tables["daily_summaries"] if k[:2] in whole]:

@@ -38,15 +38,18 @@ _KINDS = ("dailies", "historicals", "contexts", "touches", "facts", "profiles", 
 class Writer:
     """`per_call`: an item that cost a model call (`called`, true unless its stage says otherwise)
     at once, the rest batched; otherwise every item batched. `same_fact`: the facts' similarity threshold (pipeline/memory/dedup.py); `on_facts` receives the ADD / UPDATE / NOOP
-    counts of each flush (the run's counters). `monotonic`: the clock of FLUSH_AFTER_S."""
+    counts of each flush (the run's counters). `monotonic`: the clock of FLUSH_AFTER_S. `erase_marker`:
+    see store.write_batch."""
 
     def __init__(self, store, *, per_call: bool = False, same_fact: float = 0.85,
-                 on_facts: Callable[[Counter], None] | None = None, monotonic: Callable[[], float] = time.monotonic):
+                 on_facts: Callable[[Counter], None] | None = None, monotonic: Callable[[], float] = time.monotonic,
+                 erase_marker: int | None = None):
         self.store = store
         self.monotonic = monotonic
         self.per_call = per_call
         self.same_fact = same_fact
         self.on_facts = on_facts
+        self.erase_marker = erase_marker  # the newest erase when the run began (RunContext.mark_erasures)
         for kind in _KINDS:
             setattr(self, kind, [])
         self._since: float | None = None
@@ -161,7 +164,8 @@ class Writer:
                 counts = self.store.write_batch(batch["dailies"], batch["historicals"], batch["contexts"],
                                                 batch["touches"], facts=batch["facts"], same_fact=self.same_fact,
                                                 profiles=batch["profiles"], removals=batch["removals"],
-                                                dropped_days=batch["drops"], queued_done=batch["done"])
+                                                dropped_days=batch["drops"], queued_done=batch["done"],
+                                                erase_marker=self.erase_marker)
                 if self.on_facts is not None and counts:
                     self.on_facts(counts)
         except BaseException as exc:

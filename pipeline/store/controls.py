@@ -28,15 +28,40 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..db.tables import chat_history, control_actions, erased_names, memory_exclusions, memory_facts, recompute_queue
+from ..errors import ErasedDuringRun
 from .base import chunks, insert_for, select_in
+from .locks import lock_key
 
 EXCLUSION_KINDS = ("pause", "clear")
 ANY_PARTITION = "*"
 # what a message lookup returns: enough to queue its partition-day and to audit its author
 MESSAGE_KEYS = ("channel_id", "message_id", "partition", "guild_id", "user_id", "ts")
+# Erase and a run's writes (PostgreSQL): an erase holds it exclusively for its transaction, each
+# write batch shares it, so an erase waits for the batches under way to commit (and then deletes
+# what they wrote) and a batch that comes after it sees it (`refuse_after_erase`).
+ERASE_LOCK = lock_key("mempipe:erase")
+_LAST_ERASE = sa.select(sa.func.max(control_actions.c.id)).where(control_actions.c.action == "erase")
+
+
+def refuse_after_erase(conn: Connection, marker: int | None) -> None:
+    """Inside a write batch's transaction: ErasedDuringRun when an erase was recorded after
+    `marker` (the newest erase when the run began; None: no check). A run that read a user's rows
+    before their erase would otherwise write them back after it, for good (facts, profiles and
+    contexts are not made from messages alone)."""
+    if marker is None:
+        return
+    if conn.dialect.name == "postgresql":
+        conn.execute(sa.select(sa.func.pg_advisory_xact_lock_shared(ERASE_LOCK)))
+    elif not conn.connection.dbapi_connection.in_transaction:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")  # SQLite: the check and the writes under one write lock
+    if (conn.execute(_LAST_ERASE).scalar() or 0) > marker:
+        raise ErasedDuringRun("a user was erased while this run was working: it stops without writing what it "
+                              "made since (it may hold their data); run it again to make it without them")
 
 
 class ControlsStorage(Protocol):
+    def last_erase_id(self) -> int: ...
+    def lock_erasures(self, conn: Connection) -> None: ...
     def exclusions(self, user_ids: Iterable[int] | None = None) -> list[dict]: ...
     def add_exclusion(self, user_id: int, scope: str, kind: str, from_ts: dt.datetime | None,
                       until_ts: dt.datetime | None, now: dt.datetime, *, conn: Connection | None = None) -> int: ...
@@ -119,6 +144,19 @@ class ControlsStore:
             return cx.execute(sa.update(memory_exclusions).where(*where).values(until_ts=until_ts)).rowcount
 
     # ------------------------------------------------------------------ the audit trail
+
+    def last_erase_id(self) -> int:
+        """The newest erase's control_actions id (0: none yet): a run's marker (refuse_after_erase)."""
+        with self.reading("reading control actions") as conn:
+            return conn.execute(_LAST_ERASE).scalar() or 0
+
+    def lock_erasures(self, conn: Connection) -> None:
+        """First in an erase's transaction: wait for the write batches under way (ERASE_LOCK), and
+        on SQLite take the write lock before the erase reads what it deletes."""
+        if conn.dialect.name == "postgresql":
+            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(ERASE_LOCK)))
+        elif not conn.connection.dbapi_connection.in_transaction:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
 
     def record_action(self, action: str, subject_key: str, requested_by: int | None, scope: str | None,
                       at: dt.datetime, rows_affected: int, detail: dict, *, conn: Connection | None = None) -> int:

@@ -20,7 +20,7 @@ from ..db.tables import (channels, chat_history, daily_summaries, historical_sum
 from ..calendar import HISTORY_DAYS
 from .base import Rows, chunks, insert_for
 from .bulk import delete_keyed, insert_rows
-from .controls import dequeue_in
+from .controls import dequeue_in, refuse_after_erase
 from .facts import apply_fact_plan
 
 Batch = Sequence  # of (record, summaries, now) for dailies; of row dicts otherwise
@@ -62,7 +62,7 @@ class DerivedStorage(Protocol):
     def write_batch(self, dailies: Batch = (), historicals: Rows = (), contexts: Rows = (),
                     touches: Rows = (), *, facts: Rows = (), same_fact: float = 0.85, profiles: Rows = (),
                     removals: Sequence[tuple[str, str, int]] = (), dropped_days: Sequence[tuple[str, dt.date]] = (),
-                    queued_done: Sequence[tuple] = ()) -> Counter: ...
+                    queued_done: Sequence[tuple] = (), erase_marker: int | None = None) -> Counter: ...
     def last_active_days(self, until: dt.date, user_ids: Iterable[int] | None = None) -> dict[tuple[str, int], dt.date]: ...
     def delete_historicals(self, partition: str, day: dt.date, user_ids: Iterable[int]) -> None: ...
     def delete_older_than(self, table_name: str, column: str, cutoff, batch_size: int) -> int: ...
@@ -274,15 +274,18 @@ class DerivedStore:
     def write_batch(self, dailies: Batch = (), historicals: Rows = (), contexts: Rows = (),
                     touches: Rows = (), *, facts: Rows = (), same_fact: float = 0.85, profiles: Rows = (),
                     removals: Sequence[tuple[str, str, int]] = (), dropped_days: Sequence[tuple[str, dt.date]] = (),
-                    queued_done: Sequence[tuple] = ()) -> Counter:
+                    queued_done: Sequence[tuple] = (), erase_marker: int | None = None) -> Counter:
         """One transaction for many items. A partition-day's summaries are replaced whole, the
         facts extracted from it stored with them (ADD / UPDATE / NOOP: returns those counts).
         `removals`: ("context" | "profile", scope, user) rows that no longer have any input.
         `dropped_days`: (partition, day) with no messages left: its summaries and partition_days
         row go. `queued_done`: (partition, day, queued_at, day 1) of the recompute queue, done:
         the historical rows as of other day 1s whose days 2-7 held that day go (they quote a day
-        that changed), and the entry is removed unless it was queued again since `queued_at`."""
+        that changed), and the entry is removed unless it was queued again since `queued_at`.
+        `erase_marker`: the run's (RunContext.mark_erasures): ErasedDuringRun, nothing written, when a
+        user was erased since (store/controls.py refuse_after_erase)."""
         with self.writing("writing results") as conn:
+            refuse_after_erase(conn, erase_marker)  # ErasedDuringRun: nothing of this batch is written
             insert = insert_for(conn)
             if dailies:  # replaced whole: the day's earlier speakers go with it
                 _delete_keyed(conn, daily_summaries, ("partition", "day"),
