@@ -12,6 +12,7 @@ import contextlib
 import datetime as dt
 import itertools
 import json
+import re
 import types
 from collections import Counter, defaultdict
 from typing import Any, Callable, Iterable, Iterator
@@ -302,6 +303,14 @@ class InMemoryStageStore(InMemoryIngest, InMemoryFacts, InMemoryControls):
     def queue_drop_ended(self, queue, *, before=None, conn=None) -> int:
         """No job queue in memory (the SQL store's is procrastinate's, PostgreSQL only)."""
         return 0
+
+    def rekey_error_texts(self, user_id, subject_key, *, conn=None) -> int:
+        """As the SQL store: the id, as a whole number, in the runs' errors becomes `subject_key`."""
+        whole, changed = re.compile(rf"(?<!\d){user_id:d}(?!\d)"), 0
+        for row in self.tables["pipeline_runs"].values():
+            if row.get("error") and (text := whole.sub(subject_key, row["error"])) != row["error"]:
+                row["error"], changed = text, changed + 1
+        return changed
 
     @_recorded
     def delete_older_than(self, table_name, column, cutoff, batch_size) -> int:

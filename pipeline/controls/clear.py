@@ -152,6 +152,7 @@ def erase(store, settings: Settings, user_id: Any, *, requested_by: Any, clock: 
         _drop_batch_requests(store, counts, conn)
         # ended worker jobs (pipeline/workers/) keep their arguments, user ids among them
         counts["procrastinate_jobs"] += store.queue_drop_ended(settings.workers.queue, conn=conn)
+        counts["error_texts"] += store.rekey_error_texts(user_id, key, conn=conn)  # a failed job's error may name U
         rows = {k: v for k, v in sorted(counts.items()) if v}
         store.record_action("erase", key, None if by in ("subject", "operator") else requester_id(requested_by),
                             None, now, sum(rows.values()), {"by": by, "rows": rows}, conn=conn)

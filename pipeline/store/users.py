@@ -11,6 +11,7 @@ queue), writes take an optional `conn`, so a control writes all its rows in one 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections import Counter
 from typing import Callable, Collection, Iterable, Protocol
 
@@ -18,7 +19,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..db.tables import (FTS_TABLE, chat_history, chat_requests, control_actions, daily_summaries, historical_summaries,
-                         memory_context, is_search_index, memory_facts, memory_profiles, metadata, partition_days)
+                         memory_context, is_search_index, memory_facts, memory_profiles, metadata, partition_days,
+                         pipeline_runs, scheduler_state)
 
 USER_COLUMN = "user_id"
 # The derived rows of a user (their own rows): a clear deletes them — chat_requests too (a pending
@@ -43,6 +45,7 @@ class UsersStorage(Protocol):
     def last_action_id(self, *, conn: Connection | None = None) -> int: ...
     def purge_deleted_text(self) -> None: ...
     def drop_actions(self, subject_key: str, *, after_id: int, conn: Connection | None = None) -> int: ...
+    def rekey_error_texts(self, user_id: int, subject_key: str, *, conn: Connection | None = None) -> int: ...
 
 
 def _known(table: sa.Table) -> sa.Table:
@@ -174,6 +177,22 @@ class UsersStore:
         c = control_actions.c
         with self.writing_in("folding control actions", conn) as cx:
             return cx.execute(sa.delete(control_actions).where(c.subject_key == subject_key, c.id > after_id)).rowcount
+
+    def rekey_error_texts(self, user_id: int, subject_key: str, *, conn: Connection | None = None) -> int:
+        """The user's id in the error texts operators read (a worker's failed job names the user
+        of its first merge: pipeline_runs.error, scheduler_state.last_error) becomes `subject_key`,
+        like their audit rows. Returns the rows changed."""
+        changed = 0
+        whole = re.compile(rf"(?<!\d){user_id:d}(?!\d)")  # the id, not digits of a longer number
+        with self.writing_in("re-keying error texts", conn) as cx:
+            for table, column in ((pipeline_runs, "error"), (scheduler_state, "last_error")):
+                keys, col = list(table.primary_key.columns), table.c[column]
+                for row in cx.execute(sa.select(*keys, col).where(col.contains(str(user_id), autoescape=True))):
+                    text = whole.sub(subject_key, row[-1])
+                    if text != row[-1]:
+                        cx.execute(sa.update(table).where(*(k == v for k, v in zip(keys, row))).values({column: text}))
+                        changed += 1
+        return changed
 
 
 # ---------------------------------------------------------------------- inside a transaction
