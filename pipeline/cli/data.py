@@ -113,7 +113,9 @@ def import_cmd(state: State, paths, fmt, visibility, include_bots, bot_user_ids,
 
     store = state.store()
     click.get_current_context().meta[INTERRUPTED] = "nothing was imported (an import is one transaction)"
-    with click.progressbar(length=0, label="importing", file=sys.stderr, show_pos=True) as bar:
+    # the number of messages is not known before they are read: a bar of unknown length shows the
+    # count so far (length=0 drew "5000/0" and a full bar from the start)
+    with click.progressbar((_ for _ in ()), label="importing", file=sys.stderr, show_pos=True) as bar:
         def progress(n):
             bar.update(n)
         report = import_files(store, list(paths), state.settings, fmt=fmt,
