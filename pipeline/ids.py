@@ -25,7 +25,7 @@ def parse_id(value: Any, what: str = "id") -> int:
     if isinstance(value, str):
         # ASCII digits only: str.isdigit() alone also accepts "²" and "١٢", int() also " 1", "+1", "1_0"
         if not (value.isascii() and value.isdigit()):
-            raise IdError(f"{what} not an integer: {shown(value)}")
+            raise IdError(f"{what} not an integer: {shown(value)}{_bot_api_hint(value)}")
         # more digits than 2**63-1 has: too large, without converting (int() refuses > 4300 digits)
         number = int(value) if len(value) <= 19 or len(value.lstrip("0")) <= 19 else MAX_ID + 1
         if number <= MAX_ID:  # the common case (a snowflake has 19 digits); digits are never negative
@@ -40,10 +40,21 @@ def parse_id(value: Any, what: str = "id") -> int:
         except TypeError:
             raise IdError(f"{what} not an integer: {shown(value)}") from None
     if number < 0:
-        raise IdError(f"{what} not an integer: {shown(value)} is negative")
+        raise IdError(f"{what} not an integer: {shown(value)} is negative{_bot_api_hint(str(number))}")
     if number > MAX_ID:
         raise IdError(f"{what} not an integer: {shown(value)} is larger than 2**63-1")
     return number
+
+
+def _bot_api_hint(text: str) -> str:
+    """For a negative id that reads as a Telegram Bot API supergroup or channel id (-100 and ten
+    digits, as a bot sees the chat): the id to use instead, the one Telegram Desktop exports and
+    mempipe keys the chat by. Not for a short negative number: that could be anything."""
+    bare = bare_chat_id(text) if text.startswith("-100") and len(text) == 14 else None
+    if bare is None:
+        return ""
+    return (f" (a Telegram Bot API chat id? mempipe keys a Telegram chat by the id Telegram Desktop's export "
+            f"gives it: {bare})")
 
 
 def bare_chat_id(text: str) -> int | None:
