@@ -179,6 +179,14 @@ SELECT COUNT(*) FROM (SELECT DISTINCT user_id FROM chat_history WHERE partition 
 -- Audience point query: every partition a user has written in (index chat_history (user_id, partition)).
 SELECT DISTINCT partition FROM chat_history WHERE user_id = :user_id ORDER BY partition;
 
+-- name: search_forgotten
+-- The facts a user forgot, with the scope of each (a search leaves out what they apply to; index forgotten_facts_user).
+SELECT scope, fact FROM forgotten_facts WHERE user_id = :user_id ORDER BY id;
+
+-- name: search_member_names
+-- Every display name of a user, asked only when a candidate may state a forgotten fact.
+SELECT DISTINCT display_name FROM members WHERE user_id = :user_id ORDER BY display_name;
+
 -- SQLite bulk ingest (pipeline/store/ingest.py), run with the driver's own `?` parameters: one
 -- executemany of tuples in chat_history's column order (a test checks), timestamps as UTC text.
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from ..calendar import Scope
 from ..memory.audience import is_one_to_one, source_partitions
+from .forgotten import without_forgotten
 from .rank import Hit, rank
 
 if TYPE_CHECKING:  # the store imports search.terms: no import of the store at run time
@@ -51,6 +52,9 @@ def find_hits(store: SearchStorage, scope: Scope, user_id: int, terms: Sequence[
     with store.searching() as reads:  # one connection for the audience questions and the candidates
         partitions = readable_partitions(reads, scope, user_id)
         rows = reads.search_candidates(user_id, terms, partitions, candidate_count(limit))
+        # what a forget scrubbed from this scope's context is not found here either
+        rows = without_forgotten(reads, rows, partitions, user_id,
+                                 lambda forgot_in, user: readable_partitions(reads, forgot_in, user))
     hits = rank(rows, limit)
     # a global fact is readable everywhere, but where it was said is not: another guild's id
     # would tell this scope the user is there

@@ -34,6 +34,8 @@ class SearchReads(Protocol):
     def channel_audience(self, channel_id: int) -> dict | None: ...
     def speakers_in(self, partition: str) -> int: ...
     def partitions_posted_in(self, user_id: int) -> list[str]: ...
+    def forgotten_facts(self, user_id: int) -> list[tuple[str, str]]: ...
+    def member_names(self, user_id: int) -> list[str]: ...
 
 
 class _OneSearch:
@@ -75,6 +77,14 @@ class _OneSearch:
     def partitions_posted_in(self, user_id: int) -> list[str]:
         """Every partition the user has a message in, sorted."""
         return list(self.conn.execute(sa.text(query("search_user_partitions")), {"user_id": int(user_id)}).scalars())
+
+    def forgotten_facts(self, user_id: int) -> list[tuple[str, str]]:
+        """(scope, fact) of every fact the user forgot (pipeline/search/forgotten.py)."""
+        return [tuple(r) for r in self.conn.execute(sa.text(query("search_forgotten")), {"user_id": int(user_id)})]
+
+    def member_names(self, user_id: int) -> list[str]:
+        """Every display name the user has anywhere: only matched against, never shown."""
+        return list(self.conn.execute(sa.text(query("search_member_names")), {"user_id": int(user_id)}).scalars())
 
 
 class SearchStore:
