@@ -1,0 +1,3 @@
+-- Nothing to do on SQLite: its FTS5 tokenizer folds diacritics already (remove_diacritics 2,
+-- 0007_search_index.sqlite.sql); 0021 makes PostgreSQL's `terms` fold them the same way. This file
+-- keeps the versions without a gap.
