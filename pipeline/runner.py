@@ -238,10 +238,11 @@ async def _run_lock(ctx: RunContext):
 async def execute(ctx: RunContext, kind: str, date_from: dt.date | None, date_to: dt.date | None,
                   guild_id: int | None = None, progress: Progress | None = None, *,
                   only_guilds: Callable[[int | None], bool] | None = None,
-                  on_cancel: str = "cancelled by shutdown") -> RunResult:
+                  on_cancel: str | Callable[[], str] = "cancelled by shutdown") -> RunResult:
     """Record a pipeline_runs row around one run or replay; a failure is recorded with its cause
     (`on_cancel` when the run is cancelled or interrupted: the scheduler's shutdown, the CLI's
-    Ctrl-C). `kind` is "run" (as of date_to, default today per guild), "replay"
+    Ctrl-C; a callable: the CLI knows which signal only once it came). `kind` is "run" (as of
+    date_to, default today per guild), "replay"
     (date_from..date_to), or a scheduler job name (run semantics, recorded under that name)."""
     with fewer_collections():  # (pipeline/gc_thresholds.py: a tenth of a large run was the collector's)
         async with _run_lock(ctx):
@@ -250,7 +251,7 @@ async def execute(ctx: RunContext, kind: str, date_from: dt.date | None, date_to
 
 async def _execute(ctx: RunContext, kind: str, date_from: dt.date | None, date_to: dt.date | None,
                    guild_id: int | None, progress: Progress | None,
-                   only_guilds: Callable[[int | None], bool] | None, on_cancel: str) -> RunResult:
+                   only_guilds: Callable[[int | None], bool] | None, on_cancel: str | Callable[[], str]) -> RunResult:
     ctx.mark_erasures()  # before anything is read
     run_id = ctx.store.start_run(kind, date_from, date_to, guild_id, ctx.dry_run, ctx.now())
     ctx.run_kind = kind  # an hourly refresh may keep an immaterially changed context (stages/recent.py)
@@ -270,7 +271,7 @@ async def _execute(ctx: RunContext, kind: str, date_from: dt.date | None, date_t
             log.exception("could not write the results finished before the failure")
         await _close(ctx)
         if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
-            reason = on_cancel
+            reason = on_cancel() if callable(on_cancel) else on_cancel
         elif isinstance(exc, MempipeError):
             reason = str(exc)
         else:

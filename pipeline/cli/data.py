@@ -14,10 +14,12 @@ from .main import (
     INTERRUPTED,
     USER_ID,
     State,
+    Terminated,
     _date,
     _echo_json,
     cli,
     json_option,
+    run_until_sigterm,
 )
 
 # ---------------------------------------------------------------- db
@@ -141,7 +143,7 @@ def import_cmd(state: State, paths, fmt, visibility, include_bots, bot_user_ids,
 EXIT_CODES_HELP = ("Exit codes: 0 all fine; 1 error; 2 usage error (a bad option, an unknown --guild); "
                    "3 finished, but some items degraded (the model failed and the extractive fallback "
                    "was used, or an item failed): later runs retry them; 130 interrupted (Ctrl-C: "
-                   "finished work is kept).")
+                   "finished work is kept); 143 terminated (SIGTERM: the same).")
 
 
 def _progress_bar(label: str):
@@ -179,11 +181,20 @@ def _execute_with_progress(state: State, kind: str, date_from, date_to, guild, f
     rc = app.run_context(force=force, dry_run=dry_run)
     click.get_current_context().meta[INTERRUPTED] = (
         "finished work is kept (each partition-day, past week and context is written when it is done) and "
-        "`mempipe runs` shows this run as failed (interrupted); the same command again does only what is left")
+        "`mempipe runs` shows this run as failed (interrupted, or terminated); the same command again does only "
+        "what is left")
     bar, progress = _progress_bar(kind)
+    stopped: list[str] = []
     with bar:
-        result = asyncio.run(execute(rc, kind, date_from, date_to, guild, progress,
-                                     on_cancel="interrupted (SIGINT): finished work is kept"))
+        try:
+            result = asyncio.run(run_until_sigterm(execute(
+                rc, kind, date_from, date_to, guild, progress,
+                on_cancel=lambda: ("terminated (SIGTERM)" if stopped else "interrupted (SIGINT)")
+                + ": finished work is kept"), stopped))
+        except asyncio.CancelledError:
+            if not stopped:
+                raise
+            raise Terminated() from None
     row = app.store.run(result.run_id)
     if as_json:
         _echo_json(report.as_json(row))

@@ -58,6 +58,10 @@ INTERRUPTED = "mempipe.interrupted"
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
+class Terminated(Exception):
+    """A command stopped by SIGTERM (run_until_sigterm): said like Ctrl-C, exit 143 (128 + 15)."""
+
+
 class State:
     log_format = "text"
 
@@ -115,6 +119,10 @@ class MempipeGroup(click.Group):
             kept = ctx.meta.get(INTERRUPTED)  # meta is shared with the command's own context
             click.echo(f"Interrupted{': ' + kept if kept else '.'}", err=True)
             ctx.exit(130)
+        except Terminated:
+            kept = ctx.meta.get(INTERRUPTED)
+            click.echo(f"Terminated{': ' + kept if kept else '.'}", err=True)
+            ctx.exit(143)
         except MempipeError as exc:
             verbose = ctx.obj.verbose if isinstance(ctx.obj, State) else 0
             if verbose:
@@ -183,6 +191,24 @@ def stop_on_signals(stop: asyncio.Event, log: logging.Logger, doing: str = "stop
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
+
+
+async def run_until_sigterm(coro, stopped: list[str]):
+    """Await `coro` as the main task of asyncio.run; SIGTERM cancels it as Ctrl-C does (the
+    default action killed the process mid-run and left its `pipeline_runs` row `running` for good).
+    `stopped` gets "SIGTERM"; the caller raises Terminated. A second SIGTERM kills at once."""
+    loop, task = asyncio.get_running_loop(), asyncio.current_task()
+
+    def on_sigterm() -> None:
+        stopped.append("SIGTERM")
+        loop.remove_signal_handler(signal.SIGTERM)  # the default action again: a second one kills
+        task.cancel()
+
+    loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+    try:
+        return await coro
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
 
 
 # Options several commands share: the same flag, help and checks everywhere.
