@@ -26,7 +26,8 @@ def job_line(job: dict, now) -> str:
 
 
 @cli.command("batches")
-@click.option("--limit", default=20, show_default=True, help="How many of the newest jobs.")
+@click.option("--limit", type=click.IntRange(1, 2**63 - 1), default=20, show_default=True,
+              help="How many of the newest jobs.")
 @json_option
 @click.pass_obj
 def batches_cmd(state: State, limit, as_json):

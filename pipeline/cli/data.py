@@ -255,7 +255,8 @@ def replay_cmd(state: State, date_from, date_to, guild, force, dry_run, as_json)
 
 
 @cli.command("runs")
-@click.option("--limit", default=20, show_default=True, help="How many of the newest runs.")
+@click.option("--limit", type=click.IntRange(1, 2**63 - 1), default=20, show_default=True,
+              help="How many of the newest runs.")
 @json_option
 @click.pass_obj
 def runs_cmd(state: State, limit, as_json):

@@ -99,13 +99,22 @@ def _echo_json(value: Any) -> None:
     click.echo(json.dumps(value, default=_json_default, ensure_ascii=False, indent=2))
 
 
+# The days a run can compute: those of the times an import stores (pipeline/ingest/model.py, 1970 to
+# 9998 UTC). Day 1 minus a week, or a day's end in UTC+14, left datetime's range further out: a
+# traceback and a failed run row instead of a usage error.
+FIRST_DAY, LAST_DAY = dt.date(1970, 1, 1), dt.date(9998, 12, 31)
+
+
 def _date(_ctx, param, value):
     if value is None:
         return None
     try:
-        return dt.date.fromisoformat(value)
+        day = dt.date.fromisoformat(value)
     except ValueError:
         raise click.BadParameter(f"{value!r} is not a date; use YYYY-MM-DD") from None
+    if not FIRST_DAY <= day <= LAST_DAY:
+        raise click.BadParameter(f"{day} is out of range: use a day from {FIRST_DAY} to {LAST_DAY}")
+    return day
 
 
 class MempipeGroup(click.Group):
