@@ -50,6 +50,20 @@ def slow_gemini(tmp_path):
         yield server, gemini_config(tmp_path / "gemini.toml", server.url, concurrency=1, short_targets=True)
 
 
+def replay_under_way(db_url, gemini, answered: int = 4) -> subprocess.Popen:
+    """A real `mempipe replay` of the sample against the slow fake, once `answered` daily
+    requests have been answered: a run with finished work and work still to do."""
+    server, config = gemini
+    _mempipe(db_url, config, "db", "upgrade")
+    _mempipe(db_url, config, "import", str(SAMPLE))
+    proc = _mempipe(db_url, config, "replay", "--from", "2026-11-01", "--to", "2026-11-04", wait=False)
+    deadline = time.monotonic() + 60
+    while len([r for r in server.calls() if "<messages>" in r.prompt_text and r.status_code]) < answered:
+        assert time.monotonic() < deadline and proc.poll() is None, "replay ended before it could be stopped"
+        time.sleep(0.02)
+    return proc
+
+
 def _rows(db_url, sql):
     engine = sa.create_engine(db_url)
     try:
@@ -62,14 +76,7 @@ def _rows(db_url, sql):
 def test_ctrl_c_exits_130_keeps_finished_work_and_records_the_run(db_url, slow_gemini):
     if not MEMPIPE.exists():
         pytest.skip(f"no console script at {MEMPIPE}")
-    server, config = slow_gemini
-    _mempipe(db_url, config, "db", "upgrade")
-    _mempipe(db_url, config, "import", str(SAMPLE))
-    proc = _mempipe(db_url, config, "replay", "--from", "2026-11-01", "--to", "2026-11-04", wait=False)
-    deadline = time.monotonic() + 60
-    while len([r for r in server.calls() if "<messages>" in r.prompt_text and r.status_code]) < 4:
-        assert time.monotonic() < deadline and proc.poll() is None, "replay ended before it could be interrupted"
-        time.sleep(0.02)
+    proc = replay_under_way(db_url, slow_gemini)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
 
@@ -81,7 +88,7 @@ def test_ctrl_c_exits_130_keeps_finished_work_and_records_the_run(db_url, slow_g
     kept = _rows(db_url, "SELECT partition, day FROM partition_days")
     assert 0 < len(kept) < 14  # the partition-days answered before Ctrl-C were written
 
-    rerun = _mempipe(db_url, config, "replay", "--from", "2026-11-01", "--to", "2026-11-04", "--json")
+    rerun = _mempipe(db_url, slow_gemini[1], "replay", "--from", "2026-11-01", "--to", "2026-11-04", "--json")
     run = json.loads(rerun.stdout)
     assert run["status"] == "ok" and run["partition_days"] == 14
     assert run["passed_unchanged"] >= len(kept)  # kept days are found done, not summarised again

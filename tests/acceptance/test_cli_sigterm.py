@@ -7,24 +7,17 @@ finished work kept, the row ends failed (terminated), exit 143 (128 + SIGTERM)."
 from __future__ import annotations
 
 import signal
-import time
 
 import pytest
 
-from tests.acceptance.test_cli_interrupt import MEMPIPE, _mempipe, _rows, slow_gemini  # noqa: F401 (fixture)
+from tests.acceptance.test_cli_interrupt import MEMPIPE, _rows, replay_under_way
+from tests.acceptance.test_cli_interrupt import slow_gemini  # noqa: F401 (the fixture, used by name)
 
 
 def test_sigterm_records_the_run_as_failed_and_keeps_finished_work(db_url, slow_gemini):  # noqa: F811
     if not MEMPIPE.exists():
         pytest.skip(f"no console script at {MEMPIPE}")
-    server, config = slow_gemini
-    _mempipe(db_url, config, "db", "upgrade")
-    _mempipe(db_url, config, "import", "samples/community.jsonl")
-    proc = _mempipe(db_url, config, "replay", "--from", "2026-11-01", "--to", "2026-11-04", wait=False)
-    deadline = time.monotonic() + 60
-    while len([r for r in server.calls() if "<messages>" in r.prompt_text and r.status_code]) < 4:
-        assert time.monotonic() < deadline and proc.poll() is None, "replay ended before it could be stopped"
-        time.sleep(0.02)
+    proc = replay_under_way(db_url, slow_gemini)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
 

@@ -16,7 +16,7 @@ from pipeline.ingest import delete_messages, ingest_messages
 from pipeline.db.tables import channels, chat_history
 from pipeline.retention import apply_retention
 from pipeline.store import Store
-from tests.integration.test_memory import ANA, BO, D1, DM_ANA, SECRET, UTC, msg, run, said
+from tests.integration.test_memory import ANA, BO, D1, DM_ANA, SECRET, UTC, msg, said
 from tests.integration.test_memory_attacks import run_with
 from tests.integration.test_migration_0004 import _upgrade_to
 
