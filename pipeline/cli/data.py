@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import sys
 
 import click
@@ -171,10 +172,27 @@ def _check_guild(store, guild: int) -> None:
     raise click.BadParameter(f"guild {guild} has no messages in {store.safe_url}; {hint}", param_hint="--guild")
 
 
+# UTC+14 (Kiritimati) is the first place a day begins: a later day has begun nowhere.
+FIRST_TIMEZONE = dt.timedelta(hours=14)
+
+
+def _check_not_future(state: State, day, option: str) -> None:
+    """Day 1 after today is refused: a run as of 2099 (a typo'd year) would make contexts as of
+    2099, and later runs never overwrite a context made as of a later day, so the bot would read
+    them until then."""
+    latest = (state.clock() + FIRST_TIMEZONE).date()
+    if day is not None and day > latest:
+        raise click.BadParameter(
+            f"{day} has not begun in any timezone yet (the latest today is {latest}, in UTC+14): contexts made "
+            f"as of a future day would stay in place of every later run's (a context made as of a later day is "
+            f"never overwritten); give today or an earlier day", param_hint=option)
+
+
 def _execute_with_progress(state: State, kind: str, date_from, date_to, guild, force: bool, dry_run: bool,
                            as_json: bool) -> None:
     from ..runner import execute
 
+    _check_not_future(state, date_to, "--date" if kind == "run" else "--to")
     app = state.app()
     if guild is not None:
         _check_guild(app.store, guild)

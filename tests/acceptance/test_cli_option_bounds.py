@@ -5,6 +5,8 @@ and was a database error on PostgreSQL."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 
 from tests.conftest import SAMPLE
@@ -26,9 +28,25 @@ def test_a_day_outside_the_storable_range_is_a_usage_error(mp, args):
     assert mp("runs", "--json").output.strip() == "[]"  # nothing ran
 
 
-def test_the_range_bounds_themselves_run(mp):
+def test_the_first_storable_day_runs(mp):
     assert mp("replay", "--from", "1970-01-01", "--to", "1970-01-02").exit_code == 0
-    assert mp("run", "--date", "9998-12-31").exit_code == 0
+
+
+@pytest.mark.parametrize("args", [("run", "--date", "2099-01-01"), ("replay", "--from", "2026-11-01", "--to", "2099-01-01")])
+def test_a_day_that_has_begun_nowhere_is_a_usage_error(mp, args):
+    """A typo'd year made contexts as of 2099 that every later run left in place (a context made as
+    of a later day is never overwritten): the bot read them for good."""
+    mp("import", str(SAMPLE))
+    result = mp(*args, ok=False)
+    assert result.exit_code == 2, result.output
+    assert "2099-01-01" in result.output and "UTC+14" in result.output and "Traceback" not in result.output
+    assert mp("runs", "--json").output.strip() == "[]"  # nothing ran
+    assert mp("contexts", "--json", ok=False).output.strip() in ("", "[]")
+
+
+def test_today_in_the_first_timezone_runs(mp):
+    latest = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=14)).date()
+    assert mp("run", "--date", latest.isoformat()).exit_code == 0
 
 
 @pytest.mark.parametrize("command", ["runs", "batches"])
