@@ -226,14 +226,20 @@ def _postgresql(conn: Connection) -> list[str]:
             block.append(definition.replace(f" ON {schema}.", " ON ", 1) + ";")
         blocks.append("\n".join(block))
     # functions after the tables (a LANGUAGE sql body is checked against them when created), in
-    # the order they were made (one may call another); then the triggers that run them
-    functions = [_unqualified(d, schema) + ";" for (d,) in conn.execute(sa.text(_PG_FUNCTIONS))]
+    # the order they were made (one may call another), except those a generated column calls:
+    # before the tables that need them; then the triggers that run them
+    functions = conn.execute(sa.text(_PG_FUNCTIONS)).all()
+    first = [_unqualified(d, schema) + ";" for d, by_column in functions if by_column]
+    functions = [_unqualified(d, schema) + ";" for d, by_column in functions if not by_column]
     triggers = [_unqualified(d, schema) + ";" for (d,) in conn.execute(sa.text(_PG_TRIGGERS))]
-    return blocks + [b for b in ("\n".join(foreign_keys), "\n\n".join(functions), "\n".join(triggers)) if b]
+    return ([b for b in ("\n\n".join(first),) if b] + blocks
+            + [b for b in ("\n".join(foreign_keys), "\n\n".join(functions), "\n".join(triggers)) if b])
 
 
-_PG_FUNCTIONS = """SELECT pg_get_functiondef(p.oid) FROM pg_proc p
-WHERE p.pronamespace = current_schema()::regnamespace ORDER BY p.oid"""
+_PG_FUNCTIONS = """SELECT pg_get_functiondef(p.oid), EXISTS (
+    SELECT 1 FROM pg_depend d WHERE d.refclassid = 'pg_proc'::regclass AND d.refobjid = p.oid
+    AND d.classid = 'pg_attrdef'::regclass) AS by_column
+FROM pg_proc p WHERE p.pronamespace = current_schema()::regnamespace ORDER BY p.oid"""
 _PG_TRIGGERS = """SELECT pg_get_triggerdef(t.oid) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
 WHERE c.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal ORDER BY t.oid"""
 

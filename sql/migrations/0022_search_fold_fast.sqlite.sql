@@ -1,0 +1,2 @@
+-- Nothing to do on SQLite: its FTS5 tokenizer folds diacritics itself (0007_search_index.sqlite.sql);
+-- 0022 makes PostgreSQL's folding (0021) cheaper. This file keeps the versions without a gap.
