@@ -129,7 +129,7 @@ async def spread_merges(ctx: RunContext, n: int, scopes: list[str], day1: Day1Fo
     the plan's inputs for every user are freed before the fork, so no process holds a copy of
     them — a child reading inherited inputs copies every page it touches (reference counts)."""
     ctx.writer.flush()  # merges read the dailies and historicals written so far
-    merges = plan_merges(ctx, scopes, day1, in_run)
+    merges = plan_merges(ctx, scopes, day1, in_run, plan_only=True)
     audience, day1s = merges.inputs.audience, merges.day1s
     by_user: dict[int, list] = {}
     for job in merges.jobs:

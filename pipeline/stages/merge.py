@@ -265,17 +265,18 @@ class MergePlan:
 
 
 def plan_merges(ctx: RunContext, partitions: list[str], day1_for: Day1For,
-                in_run: Callable[[int | None], bool] | None = None) -> MergePlan:
+                in_run: Callable[[int | None], bool] | None = None, *, plan_only: bool = False) -> MergePlan:
     """The (scope, user) merges of a run: every user of these scopes with a day-1 daily, a
     historical row or a context, and everyone with facts where they may be answered. `in_run` (a
     guild filter: None for DMs): also every scope in it where a user has durable memory or a
     context — memory outlives the week, so those contexts move to the new day 1 even when nobody
-    spoke there. In scope order, each scope's users in id order."""
+    spoke there. In scope order, each scope's users in id order. `plan_only`: the plan's inputs
+    are only what planning reads (MergeInputs `plan_only`), for a caller whose merges read their own."""
     channels = ctx.store.channels()
     guilds = {c["guild_id"] for c in channels.values()}
     day1s = {day1_for(g) for g in guilds | {None}} | {day1_for(int(p.split(":")[1])) for p in partitions
                                                      if p.startswith("guild:")}
-    inputs = MergeInputs(ctx.store, day1s, fact_columns=MERGED_FACT_COLUMNS)
+    inputs = MergeInputs(ctx.store, day1s, fact_columns=MERGED_FACT_COLUMNS, plan_only=plan_only)
     users_of: dict[str, set[int]] = defaultdict(set)
     for (p, d, u) in list(inputs.daily) + list(inputs.hist):
         if d == day1_for(inputs.guild_of(p)):

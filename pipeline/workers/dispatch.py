@@ -91,7 +91,7 @@ class Dispatcher:
         """The run plans the merges (stages/merge.py `plan_merges`, the in-process planning) and
         hands them out in groups; a worker reads each group's inputs for its users only."""
         ctx = self.ctx
-        plan = plan_merges(ctx, scopes, day1, in_run)
+        plan = plan_merges(ctx, scopes, day1, in_run, plan_only=True)
         inputs = plan.inputs
         pairs = [(str(scope), user) for scope, user in plan.jobs]
         if ctx.folds:  # folds() reads each DM user's partitions: in one query
