@@ -64,9 +64,12 @@ async def serve(settings: Settings, *, clock: Clock = system_clock, stop_event: 
         while not stop.is_set():
             try:
                 got = leader.try_acquire()
-            except MempipeError as exc:
-                log.warning("cannot reach the leader lock (retrying in %s s): %s", s.takeover_s, exc)
-                got = False
+            except MempipeError as exc:  # not "another process leads": nobody may, the database is away
+                log.warning("cannot reach the leader lock (retrying in %s s): %s", s.takeover_s, exc,
+                            extra={"fields": {"identity": leader.identity}})
+                waiting_logged = False  # once it answers again, say who leads
+                await _sleep_until(stop, s.takeover_s)
+                continue
             if got:
                 waiting_logged = False
                 if on_leader:

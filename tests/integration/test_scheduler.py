@@ -311,3 +311,31 @@ def test_serve_whose_lock_connection_drops_stops_its_jobs_and_stands_by(db_url, 
     monkeypatch.setattr(Leader, "__init__", remember)
     asyncio.run(scenario())
     assert changes == [True, False, True, False]
+
+
+def test_serve_that_cannot_reach_its_lock_says_so_not_that_another_leads(store, settings, caplog):
+    """A database outage while standing by: the log says the lock cannot be reached, each try,
+    and never "another process leads" (nobody may lead; an operator would look for a second
+    process that is not there)."""
+    if store.dialect != "postgresql":
+        pytest.skip("the advisory lock's own connection is PostgreSQL's")
+    s = settings.model_copy(update={
+        "database_url": "postgresql+psycopg://postgres@127.0.0.1:1/mempipe",  # nothing listens there
+        "scheduler": settings.scheduler.model_copy(update={"takeover_s": 0.05, "heartbeat_s": 0.05})})
+    away = Store.open(s.database_url, check_schema=False)
+    changes: list[bool] = []
+
+    async def scenario():
+        stop = asyncio.Event()
+        task = asyncio.ensure_future(serve(s, stop_event=stop, store=away, identity="a", on_leader=changes.append))
+        await _until(lambda: sum("cannot reach the leader lock" in r.getMessage() for r in caplog.records) >= 3)
+        stop.set()
+        await asyncio.wait_for(task, 10)
+
+    caplog.set_level("INFO", logger="pipeline.scheduler")
+    try:
+        asyncio.run(scenario())
+    finally:
+        away.close()
+    assert changes == []  # never led
+    assert not [r for r in caplog.records if "another process leads" in r.getMessage()]
