@@ -23,10 +23,12 @@ from ..store import Store
 from ..store.ingest import DEFER_INDEXES_AFTER, MESSAGE_COLUMNS
 from .batches import (CHANNEL_ID, EDITED_TS, IDENTITY, MESSAGE_ID, RECORD_ORDER, REPLY_TO, TS, USER_ID, Batch,
                       BatchBuilder, Deletions, Finished, audience_text, conflict, newer_edit)
-from .deletion import delete_in
+from .deletion import delete_in, partition_days_of
 from .model import DeletionIn
 
 Progress = Callable[[int], Any]
+EDIT_REASON = "message edited"
+GUILD_ID, PARTITION = RECORD_ORDER.index("guild_id"), RECORD_ORDER.index("partition")
 if RECORD_ORDER != MESSAGE_COLUMNS:  # a migration that adds or moves a column must change the builder too
     raise RuntimeError(f"pipeline/ingest/batches.py builds rows as {RECORD_ORDER}, chat_history has {MESSAGE_COLUMNS}")
 
@@ -54,6 +56,7 @@ class Writer:
         self.reported = 0
         self.next_index_check = DEFER_INDEXES_AFTER  # doubles: the checks cost O(rows) in all
         self.deferred_indexes: list[str] | None = None  # dropped for the import, built at its end
+        self.edited: dict[tuple[int, int], dict] = {}  # stored messages whose text an edit replaced
 
     def builder(self) -> BatchBuilder:
         return BatchBuilder(self.apply, self.report, max_chars=self.settings.max_message_chars, now=self.now,
@@ -106,6 +109,27 @@ class Writer:
             self.store.write_members(self.conn, [
                 {"partition": partition, "user_id": user_id, "display_name": name, "seen_at": seen_at}
                 for partition, user_id, name, seen_at in finished.members])
+        self._forget_edited()
+
+    def _forget_edited(self) -> None:
+        """What an edit took back is forgotten, however old the message: like a deletion
+        (pipeline/ingest/deletion.py), its partition-day is queued (recomputed even after day 7,
+        where a changed input alone is never looked at again) and facts lose the message from
+        their sources — one resting only on it goes, and the recompute proposes again what the new
+        text still says. Not today's: the next run sees its changed input, and a queued today
+        would be summarised whole where an edit of a message not yet folded in waits for the
+        hourly fold (README "mempipe serve")."""
+        if not self.edited:
+            return
+        found = list(self.edited.values())
+        tz_for = self.settings.timezones.for_guild
+        today = {m["partition"]: self.now.astimezone(tz_for(m["guild_id"])).date() for m in found}
+        queued = sorted((p, d) for p, d in partition_days_of(found, tz_for) if d < today[p])
+        if queued:
+            self.store.enqueue_days([{"partition": p, "day": d, "reason": EDIT_REASON} for p, d in queued],
+                                    self.now, conn=self.conn)
+        self.store.drop_fact_sources({m["partition"] for m in found}, {f"{c}:{m}" for c, m in self.edited},
+                                     conn=self.conn)
 
     def _delete(self, deletions: list[DeletionIn]) -> None:
         pairs = [(d.channel_id, d.message_id) for d in deletions if d.channel_id is not None]
@@ -151,6 +175,10 @@ class Writer:
                 if newer_edit(edit, latest):
                     report.edited += 1
                     latest = edit
+                    if old is not None:
+                        key = (record[CHANNEL_ID], record[MESSAGE_ID])
+                        self.edited[key] = {"partition": record[PARTITION], "guild_id": record[GUILD_ID],
+                                            "ts": old["ts"]}
                 else:
                     report.unchanged += 1
 

@@ -110,7 +110,8 @@ def _scenario(store, settings, later) -> list[tuple]:
     step("import", import_files(store, [SAMPLE], settings))
     ctx, result = _execute(store, settings, "replay", "2026-11-01", "2026-11-04", nov5)
     step("replay", (result.status, result.stats), ctx.summarizer)
-    step("import later", import_files(store, [later], settings))
+    # an edit queues its day at the import's time (pipeline/ingest/writer.py): a fixed clock, as for the runs
+    step("import later", import_files(store, [later], settings, clock=fixed_clock(nov5)))
     ctx, result = _execute(store, settings, "replay", "2026-11-01", "2026-11-04", nov5)
     step("replay again", (result.status, result.stats), ctx.summarizer)
     ctx = make_context(store, settings, now=nov5)
