@@ -76,4 +76,8 @@ def _slow(raw: bytes, lineno: int, source: str) -> Any:
     try:
         return json.loads(line.rstrip("\r\n"))
     except json.JSONDecodeError as exc:
-        raise InputError(source, where, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+        hint = ""
+        if "\r" in line.rstrip("\r\n"):  # JSON has no raw CR but as whitespace: lines joined by lone CRs
+            hint = ("; the file's lines end with a lone CR (classic Mac line ends), so several messages read as "
+                    "one line: JSONL lines end with LF (or CR LF) — convert it first, e.g. tr '\\r' '\\n' < FILE > FIXED")
+        raise InputError(source, where, f"invalid JSON: {exc.msg} (column {exc.colno}){hint}") from None

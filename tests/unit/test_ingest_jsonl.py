@@ -148,6 +148,19 @@ def test_invalid_json(tmp_path, settings):
     assert err.what.startswith("invalid JSON")
 
 
+def test_lines_ending_in_a_lone_cr_are_named_as_the_cause(tmp_path, settings):
+    """Classic Mac line ends (CR only) join every message into one line: the error says so and how
+    to convert the file, instead of only "Extra data"."""
+    path = tmp_path / "mac.jsonl"
+    path.write_bytes(b"\r".join(json.dumps(row(message_id=n)).encode() for n in (1, 2, 3)) + b"\r")
+    with pytest.raises(InputError) as err:
+        import_files(RecordingStore(), [path], settings)
+    assert err.value.where == "line 1" and err.value.what.startswith("invalid JSON")
+    assert "lone CR" in err.value.what and "tr '\\r' '\\n'" in err.value.what
+    # a plain JSON error says nothing about line ends
+    assert "CR" not in import_error(tmp_path, settings, '{"message_id": 3,').what
+
+
 def test_not_an_object(tmp_path, settings):
     err = import_error(tmp_path, settings, "[1, 2]")
     assert err.what == "expected a JSON object (one message), got an array"
