@@ -184,7 +184,7 @@ SELECT DISTINCT partition FROM chat_history WHERE user_id = :user_id ORDER BY pa
 SELECT scope, fact FROM forgotten_facts WHERE user_id = :user_id ORDER BY id;
 
 -- name: search_member_names
--- Every display name of a user, asked only when a candidate may state a forgotten fact.
+-- Every display name of a user, asked only when the user has forgotten a fact (index members_user).
 SELECT DISTINCT display_name FROM members WHERE user_id = :user_id ORDER BY display_name;
 
 -- SQLite bulk ingest (pipeline/store/ingest.py), run with the driver's own `?` parameters: one

@@ -54,3 +54,18 @@ def test_a_fact_of_an_unscrubbed_partition_stating_a_forgotten_fact_is_not_found
     asyncio.run(forget(make_context(store, settings), GUILD, ANA, FACT))
     assert "Keeps a balcony beehive" not in _texts(search(DM, ANA, "beehive", limit=20, store=store))
     assert search(DM, ANA, "morning", limit=20, store=store) == []  # the DM summary states it: it goes whole
+
+
+def test_a_users_names_are_read_by_an_index(store):
+    """The names a forgotten-fact check reads (query search_member_names) come from an index on
+    members.user_id (migration 0023), not a read of every member: it runs on a bot's read path."""
+    from pipeline.db.queries import query
+
+    sql = query("search_member_names")
+    with store.engine.connect() as conn:
+        if store.dialect == "sqlite":
+            plan = " ".join(str(r[-1]) for r in conn.execute(sa.text("EXPLAIN QUERY PLAN " + sql), {"user_id": ANA}))
+        else:  # an empty table: make the planner choose as it would at size
+            conn.execute(sa.text("SET enable_seqscan = off"))
+            plan = " ".join(r[0] for r in conn.execute(sa.text("EXPLAIN " + sql), {"user_id": ANA}))
+    assert "members_user" in plan, plan
