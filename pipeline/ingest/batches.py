@@ -37,7 +37,7 @@ CHANNEL_NAME_CHARS = 100  # Discord's own limit
 # pipeline/ingest/writer.py checks the order against the table: this module loads no database code).
 RECORD_ORDER = ("message_id", "guild_id", "channel_id", "visibility", "partition", "user_id", "text", "ts",
                 "reply_to", "edited_ts", "ingested_at", "author_name")
-MESSAGE_ID, CHANNEL_ID, USER_ID, TEXT, TS, REPLY_TO, EDITED_TS = 0, 2, 5, 6, 7, 8, 9
+MESSAGE_ID, GUILD_ID, CHANNEL_ID, PARTITION, USER_ID, TEXT, TS, REPLY_TO, EDITED_TS = 0, 1, 2, 4, 5, 6, 7, 8, 9
 # What a second copy of a message may not change (an edit changes text and edited_ts only), as said
 IDENTITY = ((USER_ID, "author"), (TS, "time"), (REPLY_TO, "reply"))
 

@@ -21,14 +21,13 @@ from ..config import Settings
 from ..errors import InputError
 from ..store import Store
 from ..store.ingest import DEFER_INDEXES_AFTER, MESSAGE_COLUMNS
-from .batches import (CHANNEL_ID, EDITED_TS, IDENTITY, MESSAGE_ID, RECORD_ORDER, REPLY_TO, TS, USER_ID, Batch,
-                      BatchBuilder, Deletions, Finished, audience_text, conflict, newer_edit)
+from .batches import (CHANNEL_ID, EDITED_TS, GUILD_ID, IDENTITY, MESSAGE_ID, PARTITION, RECORD_ORDER, REPLY_TO, TS,
+                      USER_ID, Batch, BatchBuilder, Deletions, Finished, audience_text, conflict, newer_edit)
 from .deletion import delete_in, partition_days_of
 from .model import DeletionIn
 
 Progress = Callable[[int], Any]
 EDIT_REASON = "message edited"
-GUILD_ID, PARTITION = RECORD_ORDER.index("guild_id"), RECORD_ORDER.index("partition")
 if RECORD_ORDER != MESSAGE_COLUMNS:  # a migration that adds or moves a column must change the builder too
     raise RuntimeError(f"pipeline/ingest/batches.py builds rows as {RECORD_ORDER}, chat_history has {MESSAGE_COLUMNS}")
 
