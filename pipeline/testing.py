@@ -228,8 +228,11 @@ class InMemoryStageStore(InMemoryIngest, InMemoryFacts, InMemoryControls):
         return {r["channel_id"]: _out(r) for r in self._select("channels", channel_id=channel_ids)}
 
     @_recorded
-    def dm_speaker_counts(self) -> dict[str, int]:
+    def dm_speaker_counts(self, partitions=None) -> dict[str, int]:
         dms = self._select("chat_history", visibility="dm")
+        if partitions is not None:
+            wanted = set(partitions)
+            dms = [m for m in dms if m["partition"] in wanted]
         return {p: len({m["user_id"] for m in dms if m["partition"] == p}) for p in {m["partition"] for m in dms}}
 
     @_recorded

@@ -50,7 +50,7 @@ class DerivedStorage(Protocol):
     def member_names(self, user_ids: Iterable[int] | None = None,
                      partitions: Iterable[str] | None = None) -> dict[tuple[str, int], str]: ...
     def channels(self, channel_ids: Iterable[int] | None = None) -> dict[int, dict]: ...
-    def dm_speaker_counts(self) -> dict[str, int]: ...
+    def dm_speaker_counts(self, partitions: Iterable[str] | None = None) -> dict[str, int]: ...
     def partitions_of_users(self, user_ids: Iterable[int]) -> dict[int, list[str]]: ...
     def partition_days_between(self, partition: str, first: dt.date, last: dt.date) -> dict[dt.date, dict]: ...
     def dailies(self, days: Iterable[dt.date], *, partition: str | None = None,
@@ -206,8 +206,11 @@ class DerivedStore:
         return self._summaries(historical_summaries, "reading historical summaries", days, partition, user_ids)
 
     def _summaries(self, table, op, days, partition, user_ids) -> list[dict]:
+        days = sorted(set(days))
+        if not days:  # (a control's inputs name no day: nothing to read, not a scan that finds nothing)
+            return []
         c = table.c
-        q = sa.select(table).where(c.day.in_(sorted(set(days)))).order_by(c.partition, c.user_id, c.day)
+        q = sa.select(table).where(c.day.in_(days)).order_by(c.partition, c.user_id, c.day)
         if partition is not None:
             q = q.where(c.partition == partition)
         return self.rows_of_users(op, q, c.user_id, user_ids, ("partition", "user_id", "day"))
@@ -231,12 +234,18 @@ class DerivedStore:
                                 channel_ids)
         return {r["channel_id"]: r for r in rows}
 
-    def dm_speaker_counts(self) -> dict[str, int]:
-        """How many people have spoken in each DM partition."""
+    def dm_speaker_counts(self, partitions: Iterable[str] | None = None) -> dict[str, int]:
+        """How many people have spoken in each DM partition (of `partitions` only, when given: by
+        the (partition, ts) index, not a pass over every DM message). A DM with no message is
+        left out."""
         c = chat_history.c
         q = (sa.select(c.partition, sa.func.count(sa.distinct(c.user_id)).label("n"))
              .where(c.visibility == "dm").group_by(c.partition))
-        return {r["partition"]: r["n"] for r in self.rows("counting DM participants", q)}
+        if partitions is None:
+            rows = self.rows("counting DM participants", q)
+        else:
+            rows = self.rows_in("counting DM participants", lambda ps: q.where(c.partition.in_(ps)), partitions)
+        return {r["partition"]: r["n"] for r in rows}
 
     def partitions_of_users(self, user_ids: Iterable[int]) -> dict[int, list[str]]:
         c = chat_history.c

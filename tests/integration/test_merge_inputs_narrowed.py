@@ -8,6 +8,7 @@ import datetime as dt
 
 import pytest
 
+from pipeline.calendar import parse_scope
 from pipeline.ingest import import_files
 from pipeline.stages.merge_inputs import MERGED_FACT_COLUMNS, MergeInputs
 from pipeline.testing import InMemoryStageStore
@@ -37,9 +38,16 @@ def _check_narrowed(store) -> None:
     assert dict(narrowed.fact_rows) == {u: rows for u, rows in whole.fact_rows.items() if u in some}
     for u in some:  # what a merge derives from them is the same too
         assert narrowed.user_partitions(u) == whole.user_partitions(u)
-    # without `audience` it reads the audience data itself: the same
+    # without `audience` it reads the audience rows the rule asks about, with the same answers for
+    # every scope (guild, channel, DM: every partition of every user) and for users it was not
+    # narrowed to; asked for its audience, it has every user's
     alone = MergeInputs(store, DAYS, some)
-    assert alone.channels == whole.channels and alone.dm_speakers == whole.dm_speakers
+    scopes = sorted({p for u in users for p in whole.user_partitions(u)} | {s for s, _u in whole.contexts})
+    assert any(s.startswith("dm:") for s in scopes) and any(s.startswith("channel:") for s in scopes)
+    for scope in scopes:
+        for u in users:
+            assert alone.source_partitions(parse_scope(scope), u) == whole.source_partitions(parse_scope(scope), u)
+    assert alone.audience == whole.audience
 
 
 def test_narrowed_inputs_are_the_whole_runs_rows_of_those_users(store, settings):
@@ -91,3 +99,27 @@ def test_a_merges_fact_read_leaves_out_what_merges_do_not_read(store, settings):
     import_files(memory, [SAMPLE], settings)
     replay(memory, settings, "2026-11-01", "2026-11-05")
     _check_fact_columns(memory)
+
+
+def test_inputs_narrowed_without_audience_read_only_the_audience_rows_the_rule_asks_about(settings):
+    """A control or an in-chat request reads one user's inputs: the channels and DM speaker counts
+    of the partitions that user's scopes ask about, never every DM's speakers (a pass over every
+    DM message) or every channel."""
+    store = InMemoryStageStore()
+    import_files(store, [SAMPLE], settings)
+    replay(store, settings, "2026-11-01", "2026-11-05")
+    whole = MergeInputs(store, DAYS)
+    dms = sorted({p for u in whole.fact_rows for p in whole.user_partitions(u) if p.startswith("dm:")})
+    assert dms, "the sample should have a DM"
+    user = next(u for u in sorted(whole.fact_rows) if any(p.startswith("dm:") for p in whole.user_partitions(u)))
+    dm = next(p for p in whole.user_partitions(user) if p.startswith("dm:"))
+    store.calls.clear()
+    one = MergeInputs(store, [], [user])
+    assert one.source_partitions(parse_scope(dm), user) == whole.source_partitions(parse_scope(dm), user)
+    read = [(name, args) for name, args in store.calls if name in ("channels", "dm_speaker_counts")]
+    assert read, "the DM's kind and speakers are read"
+    for name, args in read:
+        asked = args.get("channel_ids" if name == "channels" else "partitions")
+        assert asked is not None, f"{name} read in full"
+    counted = {p for name, args in read if name == "dm_speaker_counts" for p in args["partitions"]}
+    assert dm in counted and counted <= set(whole.user_partitions(user))
