@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterator
 
 from ..errors import InputError
 from .jsondoc import load_json
+from .shapes import DiscordDoc
 from .model import BOT_AUTHOR, EMPTY, Skipped, kind_of, located_id, message_where
 
 DM_TYPES = {"DirectTextChat": False, "DirectGroupTextChat": True}  # type -> is_group
@@ -48,7 +49,7 @@ def read_discord(
     """Yield ("message <id>", row) per exported message; row is a `Skipped` reason for a skipped
     message (system, bot, empty). InputError on anything that is not a readable export."""
     source = os.fspath(path)
-    return discord_rows(load_json(source), source, visibility=visibility, include_bots=include_bots)
+    return discord_rows(load_json(source, DiscordDoc), source, visibility=visibility, include_bots=include_bots)
 
 
 def discord_rows(

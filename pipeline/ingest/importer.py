@@ -23,6 +23,7 @@ from ..store import Store
 from . import reader
 from .discord import discord_rows
 from .jsondoc import export_kind, load_json
+from .shapes import shape_of
 from .jsonl import read_jsonl
 from .model import DeletionIn, JsonlRow, MessageIn, Validator, parse_id
 from .telegram import Found, TelegramOptions, telegram_rows
@@ -109,12 +110,13 @@ def import_files(
             reader.read(spec, writer.apply, report, lambda: report.warnings.extend(found.check(telegram)))
             return report
         batches = writer.builder()
+        doc: Any = None
         for source, kind in plan:
-            rows: Iterator[tuple[str, Any]]
+            rows: Iterator[tuple[str, Any]] | None
             if kind == "jsonl":
                 rows = read_jsonl(source, JsonlRow)
             else:  # a JSON export, read once
-                doc = _load_export(source)
+                doc = _load_export(source, shape_of(source))
                 kind = _export_kind(doc, source, None if kind == "json" else kind)
                 if kind == "telegram":
                     rows = telegram_rows(doc, source, telegram, found)
@@ -122,6 +124,7 @@ def import_files(
                     rows = discord_rows(doc, source, visibility=visibility, include_bots=include_bots,
                                         parent_public=lambda parent: _is_public(store, conn, batches, parent))
             feed(batches, validator, report, rows, source)
+            doc = rows = None  # this file's document goes before the next one is read, not after
         report.warnings += found.check(telegram)  # an unmatched --restricted-chat: InputError, nothing written
         batches.finish()
     return report
@@ -143,13 +146,13 @@ def detect_format(path: str | os.PathLike) -> Format:
     if kind != "json":
         return kind
     source = os.fspath(path)
-    return _export_kind(_load_export(source), source, None)
+    return _export_kind(_load_export(source, shape_of(source)), source, None)
 
 
-def _load_export(source: str) -> Any:
+def _load_export(source: str, shape: Any = None) -> Any:
     """load_json, its error saying so when the file is JSONL under a .json name (a common naming)."""
     try:
-        return load_json(source)
+        return load_json(source, shape)
     except InputError as exc:
         if not exc.what.startswith("invalid JSON: Extra data") or not _first_line_is_object(source):
             raise

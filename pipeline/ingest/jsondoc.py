@@ -22,19 +22,22 @@ ExportKind = Literal["discord", "telegram"]
 _HEX_ESCAPE = re.compile(rb"(?<!\\)((?:\\\\)*)\\x([0-9A-Fa-f]{2})")
 
 
-def load_json(source: str) -> Any:
-    """The document in the file; InputError naming the line of bad UTF-8 or JSON."""
+def load_json(source: str, shape: Any = None) -> Any:
+    """The document in the file; InputError naming the line of bad UTF-8 or JSON. `shape`: a
+    TypedDict of the keys a reader uses (shapes.py): a document that has that shape is decoded
+    with those keys only; one that has not is read whole, as without it, so that its reader names
+    what is wrong."""
     try:
         with open(source, "rb") as fh:
             data = fh.read()
         try:
-            return msgspec.json.decode(data.removeprefix(b"\xef\xbb\xbf"))
+            return _decoded(data, shape)
         except (msgspec.DecodeError, UnicodeDecodeError):
             pass
         if b"\\x" in data:  # (line numbers stay: no newline is added or removed)
             data = _HEX_ESCAPE.sub(rb"\1\\u00\2", data)
             try:
-                return msgspec.json.decode(data.removeprefix(b"\xef\xbb\xbf"))
+                return _decoded(data, shape)
             except (msgspec.DecodeError, UnicodeDecodeError):
                 pass
         return json.loads(data.decode("utf-8-sig"))
@@ -45,6 +48,17 @@ def load_json(source: str) -> Any:
         raise InputError(source, f"line {line}", f"not UTF-8 text ({exc.reason})") from None
     except json.JSONDecodeError as exc:
         raise InputError(source, f"line {exc.lineno}", f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+
+
+def _decoded(data: bytes, shape: Any) -> Any:
+    """msgspec's reading: in `shape` when the document has it, else whole (DecodeError if neither)."""
+    body = data.removeprefix(b"\xef\xbb\xbf")
+    if shape is not None:
+        try:
+            return msgspec.json.decode(body, type=shape)
+        except (msgspec.DecodeError, UnicodeDecodeError):  # (a ValidationError too: another shape)
+            pass
+    return msgspec.json.decode(body)
 
 
 def export_kind(doc: Any) -> ExportKind | None:

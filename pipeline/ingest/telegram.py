@@ -52,6 +52,7 @@ from typing import Any, Iterator
 from ..errors import InputError
 from ..ids import bare_chat_id
 from .jsondoc import load_json
+from .shapes import TelegramDoc
 from .model import EMPTY, TS_MAX, TS_MIN, Skipped, kind_of, located_id, message_where, parse_id, shown
 from .telegram_text import message_text
 
@@ -118,7 +119,7 @@ def read_telegram(
     `Skipped` reason for a skipped one. InputError on anything that is not a readable export."""
     options = TelegramOptions(visibility, restricted_chats, bot_user_ids, include_bots, include_channels)
     source = os.fspath(path)
-    return telegram_rows(load_json(source), source, options)
+    return telegram_rows(load_json(source, TelegramDoc), source, options)
 
 
 def telegram_rows(doc: Any, source: str, options: TelegramOptions,
