@@ -43,8 +43,9 @@ def test_a_shaped_export_gives_the_rows_of_the_whole_document(path):
     assert "roles" not in author and "avatarUrl" not in author and "embeds" not in doc["messages"][0]
 
 
-def _variant(tmp_path: Path, change) -> Path:
-    doc = json.loads((FIXTURES / "discord" / "guild-text-channel.json").read_text(encoding="utf-8"))
+def _variant(tmp_path: Path, change, fixture: str = "discord/guild-text-channel.json") -> Path:
+    """A copy of a fixture export, changed."""
+    doc = json.loads((FIXTURES / fixture).read_text(encoding="utf-8"))
     change(doc)
     path = tmp_path / "export.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
@@ -93,14 +94,6 @@ def _media(key: str):
                                                    "text": ""})
 
 
-def _telegram_variant(tmp_path: Path, change) -> Path:
-    doc = json.loads((FIXTURES / "telegram" / "group-result.json").read_text(encoding="utf-8"))
-    change(doc)
-    path = tmp_path / "result.json"
-    path.write_text(json.dumps(doc), encoding="utf-8")
-    return path
-
-
 @pytest.mark.parametrize("change", [
     lambda doc: doc["messages"][1].pop("from"),  # a deleted account
     lambda doc: doc["messages"][1].__setitem__("forwarded_from", None),  # present, null: a forward
@@ -113,7 +106,7 @@ def _telegram_variant(tmp_path: Path, change) -> Path:
 ], ids=["no from", "forwarded null", "edited only", "message not an object", "account export", "chats array",
         "discord key", "photo", "file", "poll", *(key for key, _label in OTHER_MEDIA)])
 def test_a_telegram_export_of_another_shape_reads_as_the_whole_document_does(tmp_path, change):
-    path = _telegram_variant(tmp_path, change)
+    path = _variant(tmp_path, change, "telegram/group-result.json")
     whole, shaped = load_json(str(path)), load_json(str(path), TelegramDoc)
     assert export_kind(shaped) == export_kind(whole)
     assert _telegram(shaped, str(path)) == _telegram(whole, str(path))
