@@ -29,8 +29,8 @@ from typing import Any, Callable, Iterator
 
 from ..errors import InputError
 from .jsondoc import load_json
-from .shapes import DiscordDoc
 from .model import BOT_AUTHOR, EMPTY, Skipped, kind_of, located_id, message_where
+from .shapes import DiscordDoc
 
 DM_TYPES = {"DirectTextChat": False, "DirectGroupTextChat": True}  # type -> is_group
 PRIVATE_TYPES = {"GuildPrivateThread"}

@@ -23,9 +23,9 @@ from ..store import Store
 from . import reader
 from .discord import discord_rows
 from .jsondoc import export_kind, load_json
-from .shapes import shape_of
 from .jsonl import read_jsonl
 from .model import DeletionIn, JsonlRow, MessageIn, Validator, parse_id
+from .shapes import shape_of
 from .telegram import Found, TelegramOptions, telegram_rows
 from .feed import IngestReport, feed, validated
 from .writer import Progress, Writer

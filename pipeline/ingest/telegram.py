@@ -52,8 +52,8 @@ from typing import Any, Iterator
 from ..errors import InputError
 from ..ids import bare_chat_id
 from .jsondoc import load_json
-from .shapes import TelegramDoc
 from .model import EMPTY, TS_MAX, TS_MIN, Skipped, kind_of, located_id, message_where, parse_id, shown
+from .shapes import TelegramDoc
 from .telegram_text import message_text
 
 GROUP_TYPES = {"private_group", "private_supergroup", "public_supergroup"}

@@ -124,3 +124,16 @@ def test_each_export_is_read_in_its_exporters_shape_by_how_it_begins(tmp_path):
     other = tmp_path / "other.json"
     other.write_text('[{"guild": 1}]')
     assert shape_of(str(other)) is None and shape_of(str(tmp_path / "missing.json")) is None
+
+
+def test_an_import_reads_each_export_in_its_exporters_shape(sqlite_store, settings, monkeypatch):
+    import pipeline.ingest.importer as importer
+
+    read, real = [], importer.load_json
+    monkeypatch.setattr(importer, "load_json", lambda source, shape=None: read.append((Path(source).name, shape))
+                        or real(source, shape))
+    report = importer.import_files(sqlite_store, [FIXTURES / "discord" / "guild-text-channel.json",
+                                                  FIXTURES / "telegram" / "group-result.json"],
+                                   settings, bot_user_ids=[BOT])
+    assert read == [("guild-text-channel.json", DiscordDoc), ("group-result.json", TelegramDoc)]
+    assert report.new > 0
