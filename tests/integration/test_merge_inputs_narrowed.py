@@ -123,3 +123,20 @@ def test_inputs_narrowed_without_audience_read_only_the_audience_rows_the_rule_a
         assert asked is not None, f"{name} read in full"
     counted = {p for name, args in read if name == "dm_speaker_counts" for p in args["partitions"]}
     assert dm in counted and counted <= set(whole.user_partitions(user))
+    # a channel scope asks for its channel's guild: that one channel row, nothing about users
+    channel = next(p for u in sorted(whole.fact_rows) for p in whole.user_partitions(u) if p.startswith("channel:"))
+    store.calls.clear()
+    assert MergeInputs(store, [], [user]).guild_of(channel) == whole.guild_of(channel)
+    audience_reads = ("channels", "dm_speaker_counts", "partitions_of_users")
+    asked = [(name, args) for name, args in store.calls if name in audience_reads]
+    assert asked == [("channels", {"channel_ids": (int(channel.partition(":")[2]),)})]
+    # partitions the caller listed are read with the next question, in one read
+    both = MergeInputs(store, [], [user])
+    both.preload_user_partitions([user])
+    store.calls.clear()
+    assert both.is_private_dm(dm) == whole.is_private_dm(dm)
+    for p in whole.user_partitions(user):  # every other question about the user's partitions: no read
+        if p.startswith("channel:"):
+            assert both.guild_of(p) == whole.guild_of(p)
+    assert [name for name, _args in store.calls if name in ("channels", "dm_speaker_counts")] == \
+        ["channels", "dm_speaker_counts"]
