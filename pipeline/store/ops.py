@@ -1,7 +1,9 @@
 """Operator reads for `mempipe serve --http` (pipeline/web/): aggregates over pipeline_runs, the
 degraded rows of the derived tables and the age of contexts. Read-only, never a chat text or a
-summary: counts, ids, days and reasons only. Every result is bounded (grouped, or LIMITed), so a
-scrape costs the same at 1M messages as at 100.
+summary: counts, ids, days and reasons only. Every result is bounded (grouped, or LIMITed), and
+the reads are by index (migration 0024): the degraded rows from partial indexes that hold only
+them, the context ages from a covering index of (scope, as_of_day) — a scrape reads no summary
+or context text, and grows with the number of contexts by that index's small entries only.
 
 `OpsReads(store)` wraps a Store rather than joining its roles: the web package is the only caller,
 and the store keeps one error boundary (any driver error is a StoreError naming the read).
