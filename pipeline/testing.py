@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from .db.tables import metadata
 from .db.types import UtcDateTime
 from .errors import ErasedDuringRun, StoreError
+from .memory.audience import narrowed_dm
 from .store.base import hashable  # the real store's dump rendering
 from .store.derived import CONTEXT_STATE, RETENTION_KEYS
 from .testing_controls import InMemoryControls
@@ -135,7 +136,12 @@ class InMemoryStageStore(InMemoryIngest, InMemoryFacts, InMemoryControls):
 
     def _update(self, table: str, key: tuple, values: dict) -> None:
         _known(table, values)
-        self.tables[table][key] = {**self.tables[table][key], **{k: _bind(table, k, v) for k, v in values.items()}}
+        old = self.tables[table][key]
+        self.tables[table][key] = new = {**old, **{k: _bind(table, k, v) for k, v in values.items()}}
+        if table == "channels" and narrowed_dm(old, new):  # as migration 0025's trigger
+            for derived in ("memory_context", "memory_profiles"):
+                for k in [k for k in self.tables[derived] if k[0] == new["partition"]]:
+                    del self.tables[derived][k]
 
     def _merge(self, table: str, rows: Iterable[dict], changes: Callable[[dict, dict], dict | None]) -> None:
         """INSERT … ON CONFLICT (key) DO UPDATE SET changes(stored row, new row), one transaction."""
@@ -272,11 +278,17 @@ class InMemoryStageStore(InMemoryIngest, InMemoryFacts, InMemoryControls):
 
     @_recorded
     def write_batch(self, dailies=(), historicals=(), contexts=(), touches=(), *, facts=(), same_fact=0.85,
-                    profiles=(), removals=(), dropped_days=(), queued_done=(), erase_marker=None):
+                    profiles=(), removals=(), dropped_days=(), queued_done=(), erase_marker=None, wider=()):
         """One transaction; a partition-day's summaries are replaced whole, its facts stored with them."""
         with self._writing():
             if erase_marker is not None and self.last_erase_id() > erase_marker:  # store/controls.py
                 raise ErasedDuringRun("a user was erased while this run was working")
+            if wider:  # as store/derived.py: a DM no longer one-to-one gets none of its wider rows
+                dms = {r["partition"]: r for r in self.tables["channels"].values()}
+                narrowed = {s for s in wider if not ((r := dms.get(s)) and r["one_to_one"] and not r["is_group"])}
+                contexts = [r for r in contexts if r["scope"] not in narrowed]
+                profiles = [r for r in profiles if r["scope"] not in narrowed]
+                touches = [t for t in touches if t["scope"] not in narrowed]
             if dailies:
                 whole = {(r["partition"], r["day"]) for r, _s, _n in dailies}
                 for key in [k for k in self.tables["daily_summaries"] if k[:2] in whole]:

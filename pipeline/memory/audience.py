@@ -29,6 +29,14 @@ def is_one_to_one(channel: Mapping | None, speakers: int) -> bool:
     return speakers <= 1
 
 
+def narrowed_dm(old: Mapping, new: Mapping) -> bool:
+    """A DM's channels row that said one-to-one (and never a group) and now does not: what was
+    made for it as one-to-one (its contexts and profiles, read from the writer's other partitions)
+    must go (sql/migrations/0025_dm_narrowed.*.sql)."""
+    return (new["visibility"] == "dm" and bool(old["one_to_one"]) and not old["is_group"]
+            and (bool(new["is_group"]) or not new["one_to_one"]))
+
+
 def source_partitions(scope: Scope, user_id: int, *, guild_of: Callable[[str], int | None],
                       is_private_dm: Callable[[str], bool],
                       user_partitions: Callable[[int], Sequence[str]]) -> list[str]:

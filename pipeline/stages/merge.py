@@ -49,6 +49,9 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
     key_of = (str(scope), user_id)
     as_of = day1_for(inputs.guild_of(str(scope)))
     sources = inputs.source_partitions(scope, user_id)
+    # made from beyond its own partition (a one-to-one DM): not written should the DM have become
+    # a group since its audience was read (store.write_batch `wider`; migration 0025 for stored rows)
+    wider = scope.kind == "dm" and any(p != key_of[0] for p in sources)
     name = safe_name(inputs.name(scope, user_id))  # a name shown in the context, safe to paste
     memory = ctx.settings.memory
     user_facts = inputs.user_facts(user_id)
@@ -155,7 +158,7 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
             "degraded": degraded_reason is not None, "degraded_reason": degraded_reason,
             "attempts": attempts if attempts is not None else next_attempts(existing, own_reason),
             "recent": recent or None, "recent_hash": recent_hash,
-        }, profile=profile.pending(), touch_profile=profile.moves, called=called)
+        }, profile=profile.pending(), touch_profile=profile.moves, called=called, wider=wider)
         ctx.stats.contexts_written += 1
 
     def reread() -> dict | None:
@@ -169,7 +172,7 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
         if row["as_of_day"] != as_of or profile.moves:
             ctx.writer.touch(str(scope), user_id, as_of)
         if (pending := profile.pending()) is not None:  # the context is fresh, its profile row was not
-            ctx.writer.profile(pending)
+            ctx.writer.profile(pending, wider=wider)
 
     def plan() -> None:  # dry run: rendered, kept, or (at most) a summarizer call
         if not recent_key:

@@ -52,6 +52,7 @@ class Writer:
         self.erase_marker = erase_marker  # the newest erase when the run began (RunContext.mark_erasures)
         for kind in _KINDS:
             setattr(self, kind, [])
+        self.wider: set[str] = set()  # scopes of buffered rows made from beyond their own partition
         self._since: float | None = None
         self._due: asyncio.Future | None = None  # the group commit the buffered called items wait for
         self._waiting = 0  # items waiting for it (`written`)
@@ -108,8 +109,11 @@ class Writer:
         self.facts.extend(facts)
         self._added()
 
-    def profile(self, row: dict) -> None:
+    def profile(self, row: dict, *, wider: bool = False) -> None:
+        """`wider`: made from partitions other than its scope's own (see `context`)."""
         self.profiles.append(row)
+        if wider:
+            self.wider.add(row["scope"])
         self._added(called=False)
 
     def remove(self, kind: str, scope: str, user_id: int) -> None:
@@ -133,10 +137,13 @@ class Writer:
         self._added(called)
 
     def context(self, row: dict, *, profile: dict | None = None, touch_profile: bool = False,
-                called: bool = True) -> None:
+                called: bool = True, wider: bool = False) -> None:
         """A context, with its profile row when that changed (or moved to the context's day 1):
-        one item, in one transaction."""
+        one item, in one transaction. `wider`: made from partitions other than its scope's own
+        (a one-to-one DM's): store.write_batch writes it only if the DM still is one."""
         self.contexts.append(row)
+        if wider:
+            self.wider.add(row["scope"])
         if profile is not None:
             self.profiles.append(profile)
         elif touch_profile:
@@ -161,11 +168,12 @@ class Writer:
                 batch = {kind: getattr(self, kind) for kind in _KINDS}
                 for kind in _KINDS:
                     setattr(self, kind, [])
+                wider, self.wider = sorted(self.wider), set()
                 counts = self.store.write_batch(batch["dailies"], batch["historicals"], batch["contexts"],
                                                 batch["touches"], facts=batch["facts"], same_fact=self.same_fact,
                                                 profiles=batch["profiles"], removals=batch["removals"],
                                                 dropped_days=batch["drops"], queued_done=batch["done"],
-                                                erase_marker=self.erase_marker)
+                                                erase_marker=self.erase_marker, wider=wider)
                 if self.on_facts is not None and counts:
                     self.on_facts(counts)
         except BaseException as exc:

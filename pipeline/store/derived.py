@@ -11,14 +11,14 @@ from __future__ import annotations
 import datetime as dt
 import operator
 from collections import Counter, defaultdict
-from typing import Iterable, Protocol, Sequence
+from typing import Collection, Iterable, Protocol, Sequence
 
 import sqlalchemy as sa
 
 from ..db.tables import (channels, chat_history, daily_summaries, historical_summaries, members, memory_context,
                          memory_profiles, metadata, partition_days)
 from ..calendar import HISTORY_DAYS
-from .base import Rows, chunks, insert_for
+from .base import Rows, chunks, insert_for, select_in
 from .bulk import delete_keyed, insert_rows
 from .controls import dequeue_in, refuse_after_erase
 from .facts import apply_fact_plan
@@ -62,7 +62,8 @@ class DerivedStorage(Protocol):
     def write_batch(self, dailies: Batch = (), historicals: Rows = (), contexts: Rows = (),
                     touches: Rows = (), *, facts: Rows = (), same_fact: float = 0.85, profiles: Rows = (),
                     removals: Sequence[tuple[str, str, int]] = (), dropped_days: Sequence[tuple[str, dt.date]] = (),
-                    queued_done: Sequence[tuple] = (), erase_marker: int | None = None) -> Counter: ...
+                    queued_done: Sequence[tuple] = (), erase_marker: int | None = None,
+                    wider: Collection[str] = ()) -> Counter: ...
     def last_active_days(self, until: dt.date, user_ids: Iterable[int] | None = None) -> dict[tuple[str, int], dt.date]: ...
     def delete_historicals(self, partition: str, day: dt.date, user_ids: Iterable[int]) -> None: ...
     def delete_older_than(self, table_name: str, column: str, cutoff, batch_size: int) -> int: ...
@@ -85,6 +86,15 @@ def _upsert_statement(dialect: str, insert, table, keys: tuple[str, ...], column
         _UPSERTS[shape] = stmt.on_conflict_do_update(
             index_elements=[table.c[k] for k in keys], set_={k: stmt.excluded[k] for k in columns if k not in keys})
     return _UPSERTS[shape]
+
+
+def _not_one_to_one(conn, scopes: Collection[str]) -> set[str]:
+    """Those of these DM scopes whose DM is not one-to-one now (read in the caller's transaction:
+    an import that makes one a group commits before it or after the rows it guards)."""
+    c = channels.c
+    rows = {r.partition: r for r in select_in(conn, lambda ps: sa.select(c.partition, c.one_to_one, c.is_group)
+                                              .where(c.partition.in_(ps)), sorted(scopes))}
+    return {s for s in scopes if (r := rows.get(s)) is None or not r.one_to_one or r.is_group}
 
 
 def _delete_keyed(conn, table, keys: tuple[str, ...], values: Iterable[tuple]) -> None:
@@ -294,7 +304,8 @@ class DerivedStore:
     def write_batch(self, dailies: Batch = (), historicals: Rows = (), contexts: Rows = (),
                     touches: Rows = (), *, facts: Rows = (), same_fact: float = 0.85, profiles: Rows = (),
                     removals: Sequence[tuple[str, str, int]] = (), dropped_days: Sequence[tuple[str, dt.date]] = (),
-                    queued_done: Sequence[tuple] = (), erase_marker: int | None = None) -> Counter:
+                    queued_done: Sequence[tuple] = (), erase_marker: int | None = None,
+                    wider: Collection[str] = ()) -> Counter:
         """One transaction for many items. A partition-day's summaries are replaced whole, the
         facts extracted from it stored with them (ADD / UPDATE / NOOP: returns those counts).
         `removals`: ("context" | "profile", scope, user) rows that no longer have any input.
@@ -303,9 +314,16 @@ class DerivedStore:
         the historical rows as of other day 1s whose days 2-7 held that day go (they quote a day
         that changed), and the entry is removed unless it was queued again since `queued_at`.
         `erase_marker`: the run's (RunContext.mark_erasures): ErasedDuringRun, nothing written, when a
-        user was erased since (store/controls.py refuse_after_erase)."""
+        user was erased since (store/controls.py refuse_after_erase). `wider`: the DM scopes whose
+        contexts and profiles here were made as one-to-one (from the writer's other partitions):
+        those of a DM that is no longer one-to-one are not written (migration 0025 removed what was
+        stored when it changed; the next run makes them from the DM alone)."""
         with self.writing("writing results") as conn:
             refuse_after_erase(conn, erase_marker)  # ErasedDuringRun: nothing of this batch is written
+            if wider and (narrowed := _not_one_to_one(conn, wider)):
+                contexts = [r for r in contexts if r["scope"] not in narrowed]
+                profiles = [r for r in profiles if r["scope"] not in narrowed]
+                touches = [t for t in touches if t["scope"] not in narrowed]
             insert = insert_for(conn)
             if dailies:  # replaced whole: the day's earlier speakers go with it
                 _delete_keyed(conn, daily_summaries, ("partition", "day"),
