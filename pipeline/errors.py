@@ -54,3 +54,8 @@ class SummarizerError(MempipeError):
 class ErasedDuringRun(MempipeError):
     """A user was erased after this run (or worker job) began reading: what it made since may hold
     their data, so it writes nothing more (the next run makes it again, without them)."""
+
+
+class RemovedDuringRun(ErasedDuringRun):
+    """A forget or clear was recorded after this run began reading: what it made since may
+    hold what that removed, so it writes nothing more (the next run makes it again)."""

@@ -252,7 +252,7 @@ async def execute(ctx: RunContext, kind: str, date_from: dt.date | None, date_to
 async def _execute(ctx: RunContext, kind: str, date_from: dt.date | None, date_to: dt.date | None,
                    guild_id: int | None, progress: Progress | None,
                    only_guilds: Callable[[int | None], bool] | None, on_cancel: str | Callable[[], str]) -> RunResult:
-    ctx.mark_erasures()  # before anything is read
+    ctx.mark_controls()  # before anything is read
     run_id = ctx.store.start_run(kind, date_from, date_to, guild_id, ctx.dry_run, ctx.now())
     ctx.run_kind = kind  # an hourly refresh may keep an immaterially changed context (stages/recent.py)
     ctx.run_id = run_id

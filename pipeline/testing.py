@@ -21,8 +21,9 @@ import sqlalchemy as sa
 
 from .db.tables import metadata
 from .db.types import UtcDateTime
-from .errors import ErasedDuringRun, StoreError
+from .errors import StoreError
 from .memory.audience import narrowed_dm
+from .store.controls import DELETION, stop_for
 from .store.base import hashable  # the real store's dump rendering
 from .store.derived import CONTEXT_STATE, RETENTION_KEYS
 from .testing_controls import InMemoryControls
@@ -278,11 +279,16 @@ class InMemoryStageStore(InMemoryIngest, InMemoryFacts, InMemoryControls):
 
     @_recorded
     def write_batch(self, dailies=(), historicals=(), contexts=(), touches=(), *, facts=(), same_fact=0.85,
-                    profiles=(), removals=(), dropped_days=(), queued_done=(), erase_marker=None, wider=()):
+                    profiles=(), removals=(), dropped_days=(), queued_done=(), control_marker=None, own_controls=(),
+                    wider=()):
         """One transaction; a partition-day's summaries are replaced whole, its facts stored with them."""
         with self._writing():
-            if erase_marker is not None and self.last_erase_id() > erase_marker:  # store/controls.py
-                raise ErasedDuringRun("a user was erased while this run was working")
+            if control_marker is not None:  # as store/controls.py refuse_after_removal
+                since = {r["action"] for r in self._select("control_actions")
+                         if r["id"] > control_marker and r["id"] not in own_controls}
+                stop_for(since)
+                if DELETION in since:  # facts keep only the messages still stored (store/facts.py)
+                    facts = [f for f in (self._still_sourced(f) for f in facts) if f is not None]
             if wider:  # as store/derived.py: a DM no longer one-to-one gets none of its wider rows
                 dms = {r["partition"]: r for r in self.tables["channels"].values()}
                 narrowed = {s for s in wider if not ((r := dms.get(s)) and r["one_to_one"] and not r["is_group"])}

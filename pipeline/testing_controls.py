@@ -72,10 +72,10 @@ class InMemoryControls:
                                              "rows_affected": rows_affected, "detail": detail})
             return row_id
 
-    def last_erase_id(self) -> int:
-        return max((r["id"] for r in self._select("control_actions") if r["action"] == "erase"), default=0)
+    def last_control_id(self) -> int:
+        return max((r["id"] for r in self._select("control_actions")), default=0)
 
-    def lock_erasures(self, conn) -> None:  # one process, one lock: nothing to wait for
+    def lock_removals(self, conn) -> None:  # one process, one lock: nothing to wait for
         pass
 
     def actions(self, subject_key=None) -> list[dict]:

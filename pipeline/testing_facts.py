@@ -69,7 +69,7 @@ class InMemoryFacts:
     def forgotten(self, user_ids=None) -> list[dict]:
         return [{k: r[k] for k in ("scope", "user_id", "fact")} for r in self._select("forgotten_facts", user_id=user_ids)]
 
-    def forget_fact(self, scope, user_id, fact, now, *, delete_ids, scrub) -> int:
+    def forget_fact(self, scope, user_id, fact, now, *, delete_ids, scrub, record=None) -> int:
         """Recorded, the fact rows deleted, every text `scrub` reaches scrubbed: one transaction."""
         with self._writing():
             self._insert("forgotten_facts", {"id": next(self._ids["forgotten_facts"]), "scope": scope,
@@ -94,7 +94,19 @@ class InMemoryFacts:
                     if (cleaned := scrub({k: row[k] for k in keys} | {"text": row[col]})) != row[col]:
                         self._update(table.name, key, {col: cleaned})
                         changed += 1
+            if record is not None:  # the audit row, in this transaction (store/facts.py)
+                record(None, changed)
             return changed
+
+    def _still_sourced(self, fact: dict) -> dict | None:
+        """The fact with its message sources cut to the stored messages; None if it cited
+        messages and none is left (store/facts.py _still_sourced)."""
+        def gone(source: str) -> bool:
+            channel, sep, message = source.partition(":")
+            return bool(sep) and channel.isdigit() and message.isdigit() and \
+                (int(channel), int(message)) not in self.tables["chat_history"]
+        kept = [s for s in fact["sources"] if not gone(s)]
+        return ({**fact, "sources": kept} if len(kept) < len(fact["sources"]) else fact) if kept else None
 
     def _write_memory(self, facts, same_fact, profiles, removals) -> Counter:
         """write_batch's part for facts, profiles and removals (inside its transaction)."""

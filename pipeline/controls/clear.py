@@ -90,6 +90,7 @@ def clear(store, settings: Settings, user_id: Any, *, requested_by: Any, scope: 
         if partitions is None or r["partition"] in partitions}
     windows = [ANY] if partitions is None else sorted(partitions)
     with store.transaction() as conn:
+        store.lock_removals(conn)  # runs' write batches under way commit first; later ones see this clear
         counts = store.delete_user_rows(user_id, partitions, scopes, conn=conn)
         for where in windows:
             store.add_exclusion(user_id, where, "clear", None, now, now, conn=conn)
@@ -138,7 +139,7 @@ def erase(store, settings: Settings, user_id: Any, *, requested_by: Any, clock: 
     days |= {(r["partition"], r["day"]) for r in store.summaries_of_user(user_id)["daily_summaries"]}
     key = erased_key(user_id)
     with store.transaction() as conn:
-        store.lock_erasures(conn)  # runs' write batches under way commit first; later ones see this erase
+        store.lock_removals(conn)  # runs' write batches under way commit first; later ones see this erase
         counts = _delete_history(store, settings, user_id, messages, requested_by, clock, conn)
         named_in = {p for p, _u in known} | {m["partition"] for m in messages}
         erased, redo = store.erase_user_rows(

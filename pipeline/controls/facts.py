@@ -36,8 +36,13 @@ async def forget(ctx: RunContext, scope: str, user_id: Any, fact: str, *, reques
     the user or an admin; True when something stated it. Recorded ("forget", whether found)."""
     sc, user_id = parse_scope(scope), parse_id(user_id, "user_id")
     by = authorize(ctx.settings, "forget a fact in", user_id, requested_by)
-    found = await stage.forget(ctx, str(sc), user_id, fact, refresh=refresh)
+
+    def audit(conn, found: bool) -> None:
+        # in the forget's own transaction: a run working meanwhile sees it (store/controls.py
+        # refuse_after_removal); this context's own run (an in-chat forget) knows it already
+        ctx.own_controls.add(record(ctx.store, "forget", user_id, by, requested_by, str(sc), ctx.now(),
+                                    {"forgotten_facts": 1}, conn=conn, found=found, **({"via": via} if via else {})))
+
+    found = await stage.forget(ctx, str(sc), user_id, fact, refresh=refresh, record=audit)
     ctx.store.drop_batch_requests()  # batch requests may quote the fact: dropped, asked again later
-    record(ctx.store, "forget", user_id, by, requested_by, str(sc), ctx.now(), {"forgotten_facts": 1}, found=found,
-           **({"via": via} if via else {}))
     return found

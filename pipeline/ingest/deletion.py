@@ -79,6 +79,7 @@ def delete_in(store, conn, pairs: list[tuple[int, int]], bare: list[int], settin
               "partition_days_queued": 0, "facts_deleted": 0, "facts_updated": 0}
     if not found:
         return counts
+    store.lock_removals(conn)  # runs' write batches under way commit first (their facts lose these sources below)
     counts["deleted"] = store.delete_message_rows(keys, conn=conn)
     days = partition_days_of(found, settings.timezones.for_guild)
     # batch mode's requests that may quote the deleted text go (asked again); the rest of a night stays

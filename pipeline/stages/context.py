@@ -89,7 +89,8 @@ class RunContext:
     # partition-days folded in this run -> the input hash of the row they were folded from (stages/recent.py)
     folds: dict = field(default_factory=dict)
     spread_peak_kb: int = 0  # the highest peak RSS of a process a stage was shared out to (stages/processes.py)
-    erase_marker: int | None = None  # the newest erase when the run began (mark_erasures); None: not checked
+    control_marker: int | None = None  # the newest control when the run began (mark_controls); None: not checked
+    own_controls: set = field(default_factory=set)  # controls this run recorded itself (an in-chat forget)
     _gate: asyncio.Semaphore | None = field(default=None, repr=False)
     _writer: object | None = field(default=None, repr=False)
     _forgetting: object | None = field(default=None, repr=False)
@@ -134,17 +135,21 @@ class RunContext:
         if self._writer is None:
             from .writes import Writer
 
-            self._writer = Writer(self.store, per_call=not self.cheap, erase_marker=self.erase_marker,
+            self._writer = Writer(self.store, per_call=not self.cheap, control_marker=self.control_marker,
+                                  own_controls=self.own_controls,
                                   same_fact=self.settings.memory.same_fact, on_facts=self.stats.count_facts)
         return self._writer
 
-    def mark_erasures(self) -> None:
-        """Before a run (or a worker's job) reads anything: remember the newest erase, so that its
-        writes stop (ErasedDuringRun) if a user is erased meanwhile — it may have read their rows."""
+    def mark_controls(self) -> None:
+        """Before a run (or a worker's job) reads anything: remember the newest control, so that
+        its writes stop (ErasedDuringRun, RemovedDuringRun) if a user is erased, a fact forgotten
+        or a scope cleared meanwhile — it may have read what that removed — and
+        its facts are checked against the messages still stored after a deletion
+        (store/controls.py refuse_after_removal)."""
         if not self.dry_run:
-            self.erase_marker = self.store.last_erase_id()
+            self.control_marker = self.store.last_control_id()
             if self._writer is not None:
-                self._writer.erase_marker = self.erase_marker
+                self._writer.control_marker = self.control_marker
 
     @property
     def cheap(self) -> bool:

@@ -6,6 +6,8 @@ remembered, so facts and summaries made later from chat history leave it out too
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from ..calendar import parse_scope
 from ..errors import InputError
 from ..ids import parse_id
@@ -84,9 +86,10 @@ def _readable_rows(inputs: MergeInputs, sources: list[str], user_id: int) -> lis
     return [r for r in inputs.fact_rows.get(user_id, ()) if r["level"] == "global" or r["partition"] in allowed]
 
 
-async def forget(ctx: RunContext, scope: str, user_id: int, fact: str, *, refresh: bool = True) -> bool:
+async def forget(ctx: RunContext, scope: str, user_id: int, fact: str, *, refresh: bool = True,
+                 record: Callable[[Any, bool], None] | None = None) -> bool:
     """Forget a fact about the user in this scope; True when something stated it. `refresh`: as
-    for `remember`."""
+    for `remember`. `record(conn, found)`: the control's audit row, in the forget's transaction."""
     sc, user_id = parse_scope(scope), parse_id(user_id, "user_id")  # before anything is written
     fact = clean(fact)
     if not fact:
@@ -100,8 +103,9 @@ async def forget(ctx: RunContext, scope: str, user_id: int, fact: str, *, refres
     hits = {i for i in outcome.value if 0 <= i < len(rows)}
     hits |= {i for i, r in enumerate(rows) if mentions_fact(r["text"], fact, name)}
     reach = reach_of_forget(ctx.store, inputs, scope, user_id, fact)
+    audit = None if record is None else lambda conn, n: record(conn, bool(hits) or n > 0)
     changed = ctx.store.forget_fact(scope, user_id, fact, ctx.now(), delete_ids=[rows[i]["id"] for i in hits],
-                                    scrub=reach)
+                                    scrub=reach, record=audit)
     ctx.forget_cache()  # the new forgotten fact applies to the merges below
     if not refresh:
         return bool(hits) or changed > 0

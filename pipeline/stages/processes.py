@@ -94,7 +94,7 @@ def _child_context(ctx: RunContext) -> RunContext:
                                  pool_size=ctx.settings.pool_size, max_overflow=ctx.settings.pool_max_overflow)
     child = RunContext(store=store, summarizer=ctx.summarizer, settings=ctx.settings, clock=ctx.clock,
                        force=ctx.force, dry_run=ctx.dry_run, run_kind=ctx.run_kind, run_id=ctx.run_id,
-                       folds=dict(ctx.folds), erase_marker=ctx.erase_marker)
+                       folds=dict(ctx.folds), control_marker=ctx.control_marker, own_controls=set(ctx.own_controls))
     # read once per run: the run's copies (stages/context.py)
     child._forgetting, child._exclusions, child._erased = ctx._forgetting, ctx._exclusions, ctx._erased
     return child

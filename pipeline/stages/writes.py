@@ -38,18 +38,19 @@ _KINDS = ("dailies", "historicals", "contexts", "touches", "facts", "profiles", 
 class Writer:
     """`per_call`: an item that cost a model call (`called`, true unless its stage says otherwise)
     at once, the rest batched; otherwise every item batched. `same_fact`: the facts' similarity threshold (pipeline/memory/dedup.py); `on_facts` receives the ADD / UPDATE / NOOP
-    counts of each flush (the run's counters). `monotonic`: the clock of FLUSH_AFTER_S. `erase_marker`:
-    see store.write_batch."""
+    counts of each flush (the run's counters). `monotonic`: the clock of FLUSH_AFTER_S. `control_marker`,
+    `own_controls` (the run's set, shared): see store.write_batch."""
 
     def __init__(self, store, *, per_call: bool = False, same_fact: float = 0.85,
                  on_facts: Callable[[Counter], None] | None = None, monotonic: Callable[[], float] = time.monotonic,
-                 erase_marker: int | None = None):
+                 control_marker: int | None = None, own_controls: set[int] | None = None):
         self.store = store
         self.monotonic = monotonic
         self.per_call = per_call
         self.same_fact = same_fact
         self.on_facts = on_facts
-        self.erase_marker = erase_marker  # the newest erase when the run began (RunContext.mark_erasures)
+        self.control_marker = control_marker  # the newest control when the run began (RunContext.mark_controls)
+        self.own_controls = own_controls if own_controls is not None else set()  # the run's own (in-chat forgets)
         for kind in _KINDS:
             setattr(self, kind, [])
         self.wider: set[str] = set()  # scopes of buffered rows made from beyond their own partition
@@ -173,7 +174,8 @@ class Writer:
                                                 batch["touches"], facts=batch["facts"], same_fact=self.same_fact,
                                                 profiles=batch["profiles"], removals=batch["removals"],
                                                 dropped_days=batch["drops"], queued_done=batch["done"],
-                                                erase_marker=self.erase_marker, wider=wider)
+                                                control_marker=self.control_marker,
+                                                own_controls=sorted(self.own_controls), wider=wider)
                 if self.on_facts is not None and counts:
                     self.on_facts(counts)
         except BaseException as exc:

@@ -22,13 +22,13 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 from collections import defaultdict
-from typing import Iterable, Iterator, Protocol
+from typing import Collection, Iterable, Iterator, Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..db.tables import chat_history, control_actions, erased_names, memory_exclusions, memory_facts, recompute_queue
-from ..errors import ErasedDuringRun
+from ..errors import ErasedDuringRun, RemovedDuringRun
 from .base import chunks, insert_for, select_in
 from .locks import lock_key
 
@@ -36,32 +36,52 @@ EXCLUSION_KINDS = ("pause", "clear")
 ANY_PARTITION = "*"
 # what a message lookup returns: enough to queue its partition-day and to audit its author
 MESSAGE_KEYS = ("channel_id", "message_id", "partition", "guild_id", "user_id", "ts")
-# Erase and a run's writes (PostgreSQL): an erase holds it exclusively for its transaction, each
-# write batch shares it, so an erase waits for the batches under way to commit (and then deletes
-# what they wrote) and a batch that comes after it sees it (`refuse_after_erase`).
-ERASE_LOCK = lock_key("mempipe:erase")
-_LAST_ERASE = sa.select(sa.func.max(control_actions.c.id)).where(control_actions.c.action == "erase")
+# Controls that remove and a run's writes (PostgreSQL): an erase, a forget, a clear and a deletion
+# hold it exclusively for their transaction, each write batch shares it, so a control
+# waits for the batches under way to commit (and then removes what they wrote) and a batch that
+# comes after it sees it (`refuse_after_removal`).
+REMOVAL_LOCK = lock_key("mempipe:erase")
+# control_actions kinds that remove what a run may have read: recorded in the control's own transaction
+# a pause starts now: it removes nothing a run under way has read, and is not among them
+STOPPING = ("erase", "forget", "clear")  # a run that read before one writes nothing more
+DELETION = "delete_messages"  # frequent (a bot's delete events): the run goes on, its facts checked
+_SINCE = sa.select(control_actions.c.id, control_actions.c.action).where(
+    control_actions.c.id > sa.bindparam("marker"), control_actions.c.action.in_([*STOPPING, DELETION]))
 
 
-def refuse_after_erase(conn: Connection, marker: int | None) -> None:
-    """Inside a write batch's transaction: ErasedDuringRun when an erase was recorded after
-    `marker` (the newest erase when the run began; None: no check). A run that read a user's rows
-    before their erase would otherwise write them back after it, for good (facts, profiles and
-    contexts are not made from messages alone)."""
+def refuse_after_removal(conn: Connection, marker: int | None, own: Collection[int] = ()) -> bool:
+    """Inside a write batch's transaction, the controls recorded after `marker` (the newest
+    control_actions id when the run began; None: no check), but the run's own (`own`: an in-chat
+    forget it applied, whose effect it has read since). ErasedDuringRun after an erase,
+    RemovedDuringRun after a forget or clear: a run that read a user's rows before one would
+    otherwise write back what it removed, for good (facts are not made again from messages alone,
+    and a global fact reaches every guild). True when messages were deleted since: the batch's
+    facts are then checked against the messages still stored (store/facts.py apply_fact_plan)."""
     if marker is None:
-        return
+        return False
     if conn.dialect.name == "postgresql":
-        conn.execute(sa.select(sa.func.pg_advisory_xact_lock_shared(ERASE_LOCK)))
+        conn.execute(sa.select(sa.func.pg_advisory_xact_lock_shared(REMOVAL_LOCK)))
     elif not conn.connection.dbapi_connection.in_transaction:
         conn.exec_driver_sql("BEGIN IMMEDIATE")  # SQLite: the check and the writes under one write lock
-    if (conn.execute(_LAST_ERASE).scalar() or 0) > marker:
+    since = {action for id_, action in conn.execute(_SINCE, {"marker": marker}) if id_ not in own}
+    stop_for(since)
+    return DELETION in since
+
+
+def stop_for(actions: Collection[str]) -> None:
+    """The error that stops a run which read before these controls (shared with the in-memory store)."""
+    if "erase" in actions:
         raise ErasedDuringRun("a user was erased while this run was working: it stops without writing what it "
                               "made since (it may hold their data); run it again to make it without them")
+    if stopped := sorted(set(actions) & set(STOPPING)):
+        raise RemovedDuringRun(f"a {' and a '.join(stopped)} of a user's memory was recorded while this run was "
+                               "working: it stops without writing what it made since (it may hold what was "
+                               "removed); run it again to make the rest")
 
 
 class ControlsStorage(Protocol):
-    def last_erase_id(self) -> int: ...
-    def lock_erasures(self, conn: Connection) -> None: ...
+    def last_control_id(self) -> int: ...
+    def lock_removals(self, conn: Connection) -> None: ...
     def exclusions(self, user_ids: Iterable[int] | None = None) -> list[dict]: ...
     def add_exclusion(self, user_id: int, scope: str, kind: str, from_ts: dt.datetime | None,
                       until_ts: dt.datetime | None, now: dt.datetime, *, conn: Connection | None = None) -> int: ...
@@ -145,16 +165,17 @@ class ControlsStore:
 
     # ------------------------------------------------------------------ the audit trail
 
-    def last_erase_id(self) -> int:
-        """The newest erase's control_actions id (0: none yet): a run's marker (refuse_after_erase)."""
+    def last_control_id(self) -> int:
+        """The newest control_actions id (0: none yet): a run's marker (refuse_after_removal)."""
         with self.reading("reading control actions") as conn:
-            return conn.execute(_LAST_ERASE).scalar() or 0
+            return conn.execute(sa.select(sa.func.max(control_actions.c.id))).scalar() or 0
 
-    def lock_erasures(self, conn: Connection) -> None:
-        """First in an erase's transaction: wait for the write batches under way (ERASE_LOCK), and
-        on SQLite take the write lock before the erase reads what it deletes."""
+    def lock_removals(self, conn: Connection) -> None:
+        """First in a removing control's transaction (erase, forget, clear, deletion): wait
+        for the write batches under way (REMOVAL_LOCK), and on SQLite take the write lock before
+        the control reads what it removes."""
         if conn.dialect.name == "postgresql":
-            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(ERASE_LOCK)))
+            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(REMOVAL_LOCK)))
         elif not conn.connection.dbapi_connection.in_transaction:
             conn.exec_driver_sql("BEGIN IMMEDIATE")
 

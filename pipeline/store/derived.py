@@ -20,7 +20,7 @@ from ..db.tables import (channels, chat_history, daily_summaries, historical_sum
 from ..calendar import HISTORY_DAYS
 from .base import Rows, chunks, insert_for, select_in
 from .bulk import delete_keyed, insert_rows
-from .controls import dequeue_in, refuse_after_erase
+from .controls import dequeue_in, refuse_after_removal
 from .facts import apply_fact_plan
 
 Batch = Sequence  # of (record, summaries, now) for dailies; of row dicts otherwise
@@ -62,8 +62,8 @@ class DerivedStorage(Protocol):
     def write_batch(self, dailies: Batch = (), historicals: Rows = (), contexts: Rows = (),
                     touches: Rows = (), *, facts: Rows = (), same_fact: float = 0.85, profiles: Rows = (),
                     removals: Sequence[tuple[str, str, int]] = (), dropped_days: Sequence[tuple[str, dt.date]] = (),
-                    queued_done: Sequence[tuple] = (), erase_marker: int | None = None,
-                    wider: Collection[str] = ()) -> Counter: ...
+                    queued_done: Sequence[tuple] = (), control_marker: int | None = None,
+                    own_controls: Collection[int] = (), wider: Collection[str] = ()) -> Counter: ...
     def last_active_days(self, until: dt.date, user_ids: Iterable[int] | None = None) -> dict[tuple[str, int], dt.date]: ...
     def delete_historicals(self, partition: str, day: dt.date, user_ids: Iterable[int]) -> None: ...
     def delete_older_than(self, table_name: str, column: str, cutoff, batch_size: int) -> int: ...
@@ -304,8 +304,8 @@ class DerivedStore:
     def write_batch(self, dailies: Batch = (), historicals: Rows = (), contexts: Rows = (),
                     touches: Rows = (), *, facts: Rows = (), same_fact: float = 0.85, profiles: Rows = (),
                     removals: Sequence[tuple[str, str, int]] = (), dropped_days: Sequence[tuple[str, dt.date]] = (),
-                    queued_done: Sequence[tuple] = (), erase_marker: int | None = None,
-                    wider: Collection[str] = ()) -> Counter:
+                    queued_done: Sequence[tuple] = (), control_marker: int | None = None,
+                    own_controls: Collection[int] = (), wider: Collection[str] = ()) -> Counter:
         """One transaction for many items. A partition-day's summaries are replaced whole, the
         facts extracted from it stored with them (ADD / UPDATE / NOOP: returns those counts).
         `removals`: ("context" | "profile", scope, user) rows that no longer have any input.
@@ -313,13 +313,16 @@ class DerivedStore:
         row go. `queued_done`: (partition, day, queued_at, day 1) of the recompute queue, done:
         the historical rows as of other day 1s whose days 2-7 held that day go (they quote a day
         that changed), and the entry is removed unless it was queued again since `queued_at`.
-        `erase_marker`: the run's (RunContext.mark_erasures): ErasedDuringRun, nothing written, when a
-        user was erased since (store/controls.py refuse_after_erase). `wider`: the DM scopes whose
+        `control_marker`: the run's (RunContext.mark_controls), `own_controls` the controls it
+        recorded itself: ErasedDuringRun / RemovedDuringRun, nothing written, when a user was erased,
+        or a fact forgotten or a scope cleared since; after a deletion since, facts resting
+        only on deleted messages are not written (store/controls.py refuse_after_removal). `wider`: the DM scopes whose
         contexts and profiles here were made as one-to-one (from the writer's other partitions):
         those of a DM that is no longer one-to-one are not written (migration 0025 removed what was
         stored when it changed; the next run makes them from the DM alone)."""
         with self.writing("writing results") as conn:
-            refuse_after_erase(conn, erase_marker)  # ErasedDuringRun: nothing of this batch is written
+            # ErasedDuringRun / RemovedDuringRun: nothing of this batch is written
+            deleted_since = refuse_after_removal(conn, control_marker, own_controls)
             if wider and (narrowed := _not_one_to_one(conn, wider)):
                 contexts = [r for r in contexts if r["scope"] not in narrowed]
                 profiles = [r for r in profiles if r["scope"] not in narrowed]
@@ -361,7 +364,7 @@ class DerivedStore:
                         h.partition == partition, h.day > day, h.day <= day + dt.timedelta(days=HISTORY_DAYS),
                         h.day != day1))
                 dequeue_in(conn, [q[:3] for q in queued_done])
-            return apply_fact_plan(conn, list(facts), same_fact)
+            return apply_fact_plan(conn, list(facts), same_fact, check_sources=deleted_since)
 
     @staticmethod
     def _upsert(conn, insert, table, keys: tuple[str, ...], rows: Rows) -> None:

@@ -16,11 +16,13 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 from collections import Counter
-from typing import Collection, Iterable, Protocol, Sequence
+from typing import Callable, Collection, Iterable, Protocol, Sequence
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 
-from ..db.tables import daily_summaries, forgotten_facts, historical_summaries, memory_context, memory_facts, memory_profiles
+from ..db.tables import (chat_history, daily_summaries, forgotten_facts, historical_summaries, memory_context,
+                         memory_facts, memory_profiles)
 from ..memory.dedup import group_of, reconcile
 from .base import chunks, select_in
 from .bulk import insert_rows
@@ -48,7 +50,8 @@ class FactsStorage(Protocol):
                  user_ids: Iterable[int] | None = None) -> list[dict]: ...
     def forgotten(self, user_ids: Iterable[int] | None = None) -> list[dict]: ...
     def forget_fact(self, scope: str, user_id: int, fact: str, now: dt.datetime, *,
-                    delete_ids: Iterable[int], scrub: Scrub) -> int: ...
+                    delete_ids: Iterable[int], scrub: Scrub,
+                    record: Callable[[Connection | None, int], None] | None = None) -> int: ...
 
 
 # (table, text column, key columns) of every row a forget scrubs; the first key column selects
@@ -75,8 +78,12 @@ RECONCILED = ("id", "user_id", "partition", "level", "text", "fact_key", "confid
               "last_seen", "sources", "status")
 
 
-def apply_fact_plan(conn, rows: list[dict], same_fact: float) -> Counter:
-    """Decide and write, inside the caller's transaction."""
+def apply_fact_plan(conn, rows: list[dict], same_fact: float, *, check_sources: bool = False) -> Counter:
+    """Decide and write, inside the caller's transaction. `check_sources` (messages were deleted
+    since the run read them): a fact keeps only the messages it cites that are still stored, and
+    one left with none is not written — as the deletion did to the stored facts."""
+    if check_sources:
+        rows = _still_sourced(conn, rows)
     if not rows:
         return Counter()
     if conn.dialect.name == "postgresql":
@@ -91,6 +98,28 @@ def apply_fact_plan(conn, rows: list[dict], same_fact: float) -> Counter:
         insert_rows(conn, memory_facts, [{k: v for k, v in r.items() if k != "id"} for r in plan.inserts])
     update_facts(conn, plan.updates)
     return plan.counts
+
+
+def _still_sourced(conn, rows: list[dict]) -> list[dict]:
+    """`rows` with their message sources ("channel:message") cut to the stored messages; a row
+    that cited messages and has none left is dropped. Other sources ("manual", "chat") stay."""
+    def key(source: str) -> tuple[int, int] | None:
+        channel, sep, message = source.partition(":")
+        return (int(channel), int(message)) if sep and channel.isdigit() and message.isdigit() else None
+
+    cited = {k for r in rows for s in r["sources"] if (k := key(s)) is not None}
+    pair = sa.tuple_(chat_history.c.channel_id, chat_history.c.message_id)
+    stored = {tuple(r) for r in select_in(conn, lambda ks: sa.select(chat_history.c.channel_id,
+                                                                      chat_history.c.message_id).where(pair.in_(ks)),
+                                          sorted(cited))}
+    out = []
+    for r in rows:
+        kept = [s for s in r["sources"] if (k := key(s)) is None or k in stored]
+        if kept and len(kept) < len(r["sources"]):
+            r = {**r, "sources": kept}
+        if kept:
+            out.append(r)
+    return out
 
 
 # What a fact write compares new facts with (`_comparable`), built once: a model-backed run
@@ -197,11 +226,14 @@ class FactsStore:
         return [{k: r[k] for k in ("scope", "user_id", "fact")} for r in sorted(rows, key=lambda r: r["id"])]
 
     def forget_fact(self, scope: str, user_id: int, fact: str, now: dt.datetime, *,
-                    delete_ids: Iterable[int], scrub: Scrub) -> int:
+                    delete_ids: Iterable[int], scrub: Scrub,
+                    record: Callable[[Connection | None, int], None] | None = None) -> int:
         """Record the forgotten fact, delete the fact rows `delete_ids` and other people's facts of
         the reached partitions that state it about the user, and scrub every stored summary,
-        profile and context the `scrub` reaches. Returns the rows deleted or scrubbed."""
+        profile and context the `scrub` reaches. Returns the rows deleted or scrubbed. `record(conn,
+        changed)`: the control's audit row, written in the same transaction."""
         with self.writing("forgetting a fact") as conn:
+            self.lock_removals(conn)  # runs' write batches under way commit first; later ones see `record`'s row
             conn.execute(sa.insert(forgotten_facts).values(scope=scope, user_id=user_id, fact=fact, created_at=now))
             ids = sorted(set(delete_ids))
             changed = 0
@@ -222,4 +254,6 @@ class FactsStore:
                         conn.execute(sa.update(table).where(*[table.c[k] == v for k, v in key.items()])
                                      .values({col: cleaned}))
                         changed += 1
+            if record is not None:  # the audit row, in this transaction: what a run's writes check
+                record(conn, changed)
             return changed

@@ -48,7 +48,7 @@ class WorkerRuntime:
                 self.summarizer.retry_budget = self.app.settings.gemini.run_retry_budget
         ctx = self.app.run_context(force=force, summarizer=self.summarizer)
         ctx.run_kind, ctx.run_id = run["kind"], run["id"]
-        ctx.mark_erasures()  # the job reads its own inputs from here on
+        ctx.mark_controls()  # the job reads its own inputs from here on
         if self._slots is None:
             self._slots = ctx.slot()
         ctx._gate = self._slots  # every job's items share the worker's slots (RunContext.slot)
