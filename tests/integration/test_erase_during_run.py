@@ -1,4 +1,4 @@
-"""An erase while a run is working (pipeline/store/controls.py refuse_after_erase): the run read the
+"""An erase while a run is working (pipeline/store/controls.py refuse_after_removal): the run read the
 user's rows before the erase, so it must not write what it made from them after it — on both
 databases, with the run in one process and with its stages in two. Without the guard her facts,
 profile and contexts came back after the erase and stayed for good (the next run does not make

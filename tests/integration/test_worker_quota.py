@@ -93,7 +93,7 @@ def test_a_workers_retry_budget_refills_at_a_newer_run_only(settings):
             self.settings = settings
 
         def run_context(self, *, force, summarizer):
-            return types.SimpleNamespace(slot=lambda: asyncio.Semaphore(1), mark_erasures=lambda: None)
+            return types.SimpleNamespace(slot=lambda: asyncio.Semaphore(1), mark_controls=lambda: None)
 
     summarizer = types.SimpleNamespace(retry_budget=0)
     runtime = WorkerRuntime(_App(), summarizer)
