@@ -288,4 +288,32 @@ def scrub(text: str, facts: list[str], subject: str = "", about=()) -> str:
             lines.append(label + new)
     if not removed:
         return text
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n")
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(_without_emptied_sections(lines))).strip("\n")
+
+
+_HEADING = re.compile(r"^(#{1,6})\s")
+
+
+def _without_emptied_sections(lines: list[str]) -> list[str]:
+    """The lines without a markdown section heading left with nothing under it — a profile
+    section's lines follow its heading with no blank line between (prompts/profile.md.j2) — so
+    that a profile's "## Preferences" whose one fact was forgotten does not stay, saying that
+    something was there; a title ("# …") stays while one of its sections does."""
+    def level(i: int) -> int:
+        m = _HEADING.match(lines[i]) if i < len(lines) else None
+        return len(m.group(1)) if m else 0
+
+    def filled(i: int) -> bool:  # a line of text right below the heading
+        return i + 1 < len(lines) and bool(lines[i + 1].strip()) and not level(i + 1)
+
+    def kept(i: int) -> bool:
+        if not level(i) or filled(i):
+            return True
+        for j in range(i + 1, len(lines)):  # a title: any filled section of its own below it
+            if level(j) and level(j) <= level(i):
+                return False
+            if level(j) and filled(j):
+                return True
+        return False
+
+    return [line for i, line in enumerate(lines) if kept(i)]
