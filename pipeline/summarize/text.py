@@ -291,17 +291,26 @@ def scrub(text: str, facts: list[str], subject: str = "", about=()) -> str:
     return re.sub(r"\n{3,}", "\n\n", "\n".join(_without_emptied_sections(lines))).strip("\n")
 
 
-_HEADING = re.compile(r"^(#{1,6})\s")
+@functools.lru_cache(maxsize=1)
+def _profile_headings() -> tuple[re.Pattern, re.Pattern]:
+    """A profile's title and section headings, as prompts/profile.md.j2 writes them (and no
+    other line: a summary may quote a chat line that starts with "#")."""
+    from ..memory.profile import SECTIONS  # (imported late: memory imports this module)
+
+    titles = "|".join(re.escape(title) for _category, title in SECTIONS)
+    return re.compile(r"^# .+: long-term memory$"), re.compile(rf"^## (?:{titles})$")
 
 
 def _without_emptied_sections(lines: list[str]) -> list[str]:
-    """The lines without a markdown section heading left with nothing under it — a profile
-    section's lines follow its heading with no blank line between (prompts/profile.md.j2) — so
-    that a profile's "## Preferences" whose one fact was forgotten does not stay, saying that
-    something was there; a title ("# …") stays while one of its sections does."""
+    """The lines without a profile section heading left with nothing under it — a section's lines
+    follow its heading with no blank line between (prompts/profile.md.j2) — so that a profile's
+    "## Preferences" whose one fact was forgotten does not stay, saying that something was there;
+    the profile's title stays while one of its sections does."""
+    title, section = _profile_headings()
+
     def level(i: int) -> int:
-        m = _HEADING.match(lines[i]) if i < len(lines) else None
-        return len(m.group(1)) if m else 0
+        line = lines[i].rstrip() if i < len(lines) else ""
+        return 1 if title.match(line) else 2 if section.match(line) else 0
 
     def filled(i: int) -> bool:  # a line of text right below the heading
         return i + 1 < len(lines) and bool(lines[i + 1].strip()) and not level(i + 1)

@@ -42,3 +42,9 @@ def test_a_profile_left_with_no_section_loses_its_title():
 def test_a_scrub_that_removes_no_fact_keeps_every_heading():
     assert scrub(CONTEXT, ["said hi to the server"], "Ana") == PROFILE
     assert scrub(CONTEXT, ["plays the cello"], "Ana") == CONTEXT
+
+
+def test_a_line_of_chat_that_looks_like_a_heading_is_not_a_section():
+    """Only the profile's own headings: a summary may quote a chat line that starts with "#"."""
+    summary = "Ana said her favourite game is Hades.\n# Big news: we won the cup"
+    assert scrub(summary, ["favourite game is Hades"], "Ana") == "# Big news: we won the cup"
