@@ -42,8 +42,23 @@ def machine(env: Env) -> dict:
         with psycopg.connect(pg_admin_conninfo()) as conn:
             pg = "PostgreSQL " + conn.execute("SHOW server_version").fetchone()[0].split()[0]
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    if "python_loop_s" not in env.cache:
+        env.cache["python_loop_s"] = python_loop_seconds()
     return {"cpus": os.cpu_count(), "cpu_model": cpu_model(), "memory_gb": round(mem),
-            "python": platform.python_version(), "sqlite": sqlite3.sqlite_version, "postgresql": pg}
+            "python": platform.python_version(), "sqlite": sqlite3.sqlite_version, "postgresql": pg,
+            "python_loop_s": env.cache["python_loop_s"]}
+
+
+def python_loop_seconds(steps: int = 10_000_000, tries: int = 5) -> float:
+    """Seconds for one CPU to run a fixed pure-Python loop (best of `tries`). Machines that report
+    the same CPU name and count ran this loop in 0.17 s and in 1.66 s (2026-11), and the pipeline's
+    absolute times with it: a report that compares times across runs says how fast each one was."""
+    best = float("inf")
+    for _ in range(tries):
+        t0 = time.perf_counter()
+        [0 for _i in range(steps)]
+        best = min(best, time.perf_counter() - t0)
+    return round(best, 3)
 
 
 def cpu_model() -> str | None:

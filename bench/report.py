@@ -82,7 +82,10 @@ def render(results: dict[str, dict]) -> str:
                   f"Last written by `{data['command']}` ({data['finished']}, commit {rev.get('commit')}{modified}, "
                   f"{data['elapsed_s']:.0f} s); each section names the command that produced it. "
                   f"Machine: {m['cpus']} CPUs{' (' + m['cpu_model'] + ')' if m.get('cpu_model') else ''}, "
-                  f"{m['memory_gb']} GB, Python {m['python']}, SQLite {m['sqlite']}, "
+                  f"{m['memory_gb']} GB, Python {m['python']}"
+                  + (f" (a 10M-step Python loop in {m['python_loop_s']:.2f} s, best of 5: compare it before "
+                     f"comparing absolute times across runs)" if m.get("python_loop_s") else "")
+                  + f", SQLite {m['sqlite']}, "
                   f"{m['postgresql'] or 'PostgreSQL not reachable'}. Corpus: seed {data['seed']}, "
                   + ", ".join(f"{k} {v:,}" for k, v in data["corpus"].items()) + "."]
         for i, (name, mod) in enumerate(SECTIONS.items(), 1):

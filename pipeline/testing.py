@@ -22,8 +22,8 @@ import sqlalchemy as sa
 from .db.tables import metadata
 from .db.types import UtcDateTime
 from .errors import StoreError
-from .memory.audience import narrowed_dm
-from .store.controls import DELETION, stop_for
+from .memory.audience import is_one_to_one, narrowed_dm
+from .store.controls import DELETION, still_sourced, stop_for
 from .store.base import hashable  # the real store's dump rendering
 from .store.derived import CONTEXT_STATE, RETENTION_KEYS
 from .testing_controls import InMemoryControls
@@ -288,10 +288,10 @@ class InMemoryStageStore(InMemoryIngest, InMemoryFacts, InMemoryControls):
                          if r["id"] > control_marker and r["id"] not in own_controls}
                 stop_for(since)
                 if DELETION in since:  # facts keep only the messages still stored (store/facts.py)
-                    facts = [f for f in (self._still_sourced(f) for f in facts) if f is not None]
+                    facts = still_sourced(facts, self.tables["chat_history"])
             if wider:  # as store/derived.py: a DM no longer one-to-one gets none of its wider rows
                 dms = {r["partition"]: r for r in self.tables["channels"].values()}
-                narrowed = {s for s in wider if not ((r := dms.get(s)) and r["one_to_one"] and not r["is_group"])}
+                narrowed = {s for s in wider if not is_one_to_one(dms.get(s), 0)}
                 contexts = [r for r in contexts if r["scope"] not in narrowed]
                 profiles = [r for r in profiles if r["scope"] not in narrowed]
                 touches = [t for t in touches if t["scope"] not in narrowed]

@@ -98,16 +98,6 @@ class InMemoryFacts:
                 record(None, changed)
             return changed
 
-    def _still_sourced(self, fact: dict) -> dict | None:
-        """The fact with its message sources cut to the stored messages; None if it cited
-        messages and none is left (store/facts.py _still_sourced)."""
-        def gone(source: str) -> bool:
-            channel, sep, message = source.partition(":")
-            return bool(sep) and channel.isdigit() and message.isdigit() and \
-                (int(channel), int(message)) not in self.tables["chat_history"]
-        kept = [s for s in fact["sources"] if not gone(s)]
-        return ({**fact, "sources": kept} if len(kept) < len(fact["sources"]) else fact) if kept else None
-
     def _write_memory(self, facts, same_fact, profiles, removals) -> Counter:
         """write_batch's part for facts, profiles and removals (inside its transaction)."""
         if profiles:

@@ -105,6 +105,32 @@ class ControlsStorage(Protocol):
                           conn: Connection | None = None) -> dict[int, dict[str, int]]: ...
 
 
+def message_key(source: str) -> tuple[int, int] | None:
+    """(channel id, message id) of a fact's message source ("channel:message"); None for the
+    others ("manual", "chat")."""
+    channel, sep, message = source.partition(":")
+    return (int(channel), int(message)) if sep and channel.isdigit() and message.isdigit() else None
+
+
+def cited_messages(rows: Iterable[dict]) -> set[tuple[int, int]]:
+    """The (channel id, message id) keys the facts `rows` cite."""
+    return {k for r in rows for s in r["sources"] if (k := message_key(s)) is not None}
+
+
+def still_sourced(rows: Iterable[dict], stored: Collection[tuple[int, int]]) -> list[dict]:
+    """Facts about to be written after a deletion (shared with the in-memory store): each keeps
+    only the message sources among `stored` (keys, as `cited_messages` gives them); one that
+    cited messages and has none left is dropped. Other sources stay."""
+    out = []
+    for r in rows:
+        kept = [s for s in r["sources"] if (k := message_key(s)) is None or k in stored]
+        if kept and len(kept) < len(r["sources"]):
+            r = {**r, "sources": kept}
+        if kept:
+            out.append(r)
+    return out
+
+
 def without_sources(facts: Iterable[dict], gone: set[str]) -> tuple[list[int], dict[int, list[str]], dict[int, dict[str, int]]]:
     """What a deletion does to facts (shared with the in-memory store): the ids of those resting
     only on `gone` messages (deleted), the new sources of those that keep others (updated), and

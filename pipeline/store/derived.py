@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from ..db.tables import (channels, chat_history, daily_summaries, historical_summaries, members, memory_context,
                          memory_profiles, metadata, partition_days)
 from ..calendar import HISTORY_DAYS
+from ..memory.audience import is_one_to_one
 from .base import Rows, chunks, insert_for, select_in
 from .bulk import delete_keyed, insert_rows
 from .controls import dequeue_in, refuse_after_removal
@@ -94,7 +95,7 @@ def _not_one_to_one(conn, scopes: Collection[str]) -> set[str]:
     c = channels.c
     rows = {r.partition: r for r in select_in(conn, lambda ps: sa.select(c.partition, c.one_to_one, c.is_group)
                                               .where(c.partition.in_(ps)), sorted(scopes))}
-    return {s for s in scopes if (r := rows.get(s)) is None or not r.one_to_one or r.is_group}
+    return {s for s in scopes if not is_one_to_one(r._mapping if (r := rows.get(s)) is not None else None, 0)}
 
 
 def _delete_keyed(conn, table, keys: tuple[str, ...], values: Iterable[tuple]) -> None:

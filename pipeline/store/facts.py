@@ -26,6 +26,7 @@ from ..db.tables import (chat_history, daily_summaries, forgotten_facts, histori
 from ..memory.dedup import group_of, reconcile
 from .base import chunks, select_in
 from .bulk import insert_rows
+from .controls import cited_messages, still_sourced
 from .locks import lock_key
 
 FACT_WRITE_LOCK = lock_key("mempipe:memory_facts")
@@ -101,25 +102,13 @@ def apply_fact_plan(conn, rows: list[dict], same_fact: float, *, check_sources: 
 
 
 def _still_sourced(conn, rows: list[dict]) -> list[dict]:
-    """`rows` with their message sources ("channel:message") cut to the stored messages; a row
-    that cited messages and has none left is dropped. Other sources ("manual", "chat") stay."""
-    def key(source: str) -> tuple[int, int] | None:
-        channel, sep, message = source.partition(":")
-        return (int(channel), int(message)) if sep and channel.isdigit() and message.isdigit() else None
-
-    cited = {k for r in rows for s in r["sources"] if (k := key(s)) is not None}
+    """`rows` with their message sources cut to the messages stored now (store/controls.py
+    `still_sourced`); the cited ones are looked up in one statement per chunk."""
     pair = sa.tuple_(chat_history.c.channel_id, chat_history.c.message_id)
     stored = {tuple(r) for r in select_in(conn, lambda ks: sa.select(chat_history.c.channel_id,
                                                                       chat_history.c.message_id).where(pair.in_(ks)),
-                                          sorted(cited))}
-    out = []
-    for r in rows:
-        kept = [s for s in r["sources"] if (k := key(s)) is None or k in stored]
-        if kept and len(kept) < len(r["sources"]):
-            r = {**r, "sources": kept}
-        if kept:
-            out.append(r)
-    return out
+                                          sorted(cited_messages(rows)))}
+    return still_sourced(rows, stored)
 
 
 # What a fact write compares new facts with (`_comparable`), built once: a model-backed run

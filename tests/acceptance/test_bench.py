@@ -36,6 +36,9 @@ def test_every_section_is_measured_and_reported(bench):
     assert text.count("this section alone: `python -m bench --size tiny --seed 1 --only ") == len(SECTIONS)
     s = data["sections"]
     assert s["ingest"]["sqlite"]["msgs_per_s"] > 0
+    # how fast this machine runs Python, so absolute times of two runs can be compared
+    assert data["machine"]["python_loop_s"] > 0
+    assert f"a 10M-step Python loop in {data['machine']['python_loop_s']:.2f} s" in text
     assert s["overhead"]["databases"]["sqlite"]["wall_s"] > 0
     assert s["overhead"]["databases"]["sqlite"]["peak_rss_mb"] > 0
     if (os.cpu_count() or 1) > 1:  # the batched run again, its stages shared out to one process per CPU
