@@ -9,15 +9,34 @@ database is made by its administrator (createdb), never by mempipe.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from pathlib import Path
 from urllib.parse import quote
 
+import msgspec
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from ..errors import ConfigError, NoDatabaseError
 from .location import absolute_url, missing_sqlite_file, sqlite_file
+
+
+def _subclass_text(value):
+    """msgspec encodes `datetime` and `date` themselves, not their subclasses (freezegun's): as text."""
+    if isinstance(value, (dt.datetime, dt.date)):
+        return value.isoformat()
+    raise NotImplementedError(f"cannot encode {type(value).__name__} as JSON")
+
+
+JSON_ENCODER = msgspec.json.Encoder(enc_hook=_subclass_text)  # also the store's rows sent as one JSON text
+
+
+def json_text(value) -> str:
+    """The text of a JSON column's value (SQLAlchemy's json_serializer, both databases): msgspec
+    instead of json.dumps, a fifth of its time on a fact's sources (a nightly run at 1M messages
+    writes about a million such values); compact, UTF-8 text, read back alike."""
+    return JSON_ENCODER.encode(value).decode()
 
 
 def make_engine(url: str, *, pool_size: int = 5, max_overflow: int = 10) -> Engine:
@@ -33,7 +52,7 @@ def make_engine(url: str, *, pool_size: int = 5, max_overflow: int = 10) -> Engi
     backend = parsed.get_backend_name()
     if backend == "sqlite":
         cwd = os.getcwd()
-        engine = sa.create_engine(absolute_url(url, Path(cwd)), hide_parameters=True)  # errors and logs never show row values
+        engine = sa.create_engine(absolute_url(url, Path(cwd)), hide_parameters=True, json_serializer=json_text)  # errors and logs never show row values
         path = sqlite_file(engine.url)
         if path is not None:
             _open_existing_only(engine, path, missing_sqlite_file(url, path, cwd))
@@ -56,7 +75,7 @@ def make_engine(url: str, *, pool_size: int = 5, max_overflow: int = 10) -> Engi
         if parsed.get_driver_name() != "psycopg":
             raise ConfigError(f"use the psycopg 3 driver: postgresql+psycopg://… (got {parsed.drivername})")
         return sa.create_engine(url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True,
-                                hide_parameters=True)
+                                hide_parameters=True, json_serializer=json_text)
     raise ConfigError(f"unsupported database {backend!r}: mempipe runs on SQLite or PostgreSQL")
 
 

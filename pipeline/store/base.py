@@ -9,15 +9,14 @@ own message: never the SQL's bound parameters, which hold other people's names a
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import json
 from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
-import msgspec
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from ..db import make_engine
+from ..db.engine import JSON_ENCODER
 from ..db.location import missing_server_database
 from ..db.migrations import require_current, upgrade
 from ..db.queries import query
@@ -28,15 +27,7 @@ CHUNK = 500  # ids per IN (...) list: well under SQLite's and psycopg's paramete
 T = TypeVar("T")
 
 
-def _subclass_text(value):
-    """msgspec encodes `datetime` and `date` themselves, not their subclasses (freezegun's,
-    pendulum's): as text."""
-    if isinstance(value, (dt.datetime, dt.date)):
-        return value.isoformat()
-    raise NotImplementedError(f"cannot encode {type(value).__name__} as JSON")
-
-
-JSON_TEXT = msgspec.json.Encoder(enc_hook=_subclass_text)  # rows sent to the database as one JSON text
+JSON_TEXT = JSON_ENCODER  # rows sent to the database as one JSON text
 
 
 def insert_for(conn: Connection):

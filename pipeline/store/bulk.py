@@ -31,6 +31,7 @@ batches of 300, 4.5-4.7 s row by row, 1.5-1.7 s so (client CPU 2.0 s -> 0.2 s).
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from typing import Sequence
 
@@ -39,7 +40,11 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from ..db.tables import SEARCH_SOURCES
+from ..db.types import LocalDate, UtcDateTime
+from ..utc_text import utc_texts
 from .base import JSON_TEXT
+
+UTC = dt.timezone.utc
 
 _STATEMENTS: dict[tuple, sa.TextClause] = {}
 _quote = sqlite.dialect().identifier_preparer.quote
@@ -102,12 +107,14 @@ def _pg_upsert_rows(conn: Connection, table: sa.Table, rows: Sequence[dict], key
     documents = [k for k, p in zip(columns, convert) if p is None and isinstance(table.c[k].type, sa.JSON)]
     last: dict[tuple, dict] = {}
     try:
-        for row in rows:
-            if any(row[k] is not None and not math.isfinite(row[k]) for k in floats):
-                return False  # JSON has no NaN: executemany binds it as ever
-            if any(row[k] is None for k in documents):
-                return False  # a document None is JSON null row by row, SQL NULL from a recordset
-            last[tuple(row[k] for k in keys)] = {k: row[k] if p is None else p(row[k]) for k, p in zip(columns, convert)}
+        if any(row[k] is not None and not math.isfinite(row[k]) for row in rows for k in floats):
+            return False  # JSON has no NaN: executemany binds it as ever
+        if any(row[k] is None for row in rows for k in documents):
+            return False  # a document None is JSON null row by row, SQL NULL from a recordset
+        bound = zip(*(_bound_column(table.c[k].type, dialect, p, [row[k] for row in rows])
+                      for k, p in zip(columns, convert)))
+        for row, values in zip(rows, bound):
+            last[tuple(row[k] for k in keys)] = dict(zip(columns, values))
         payload = JSON_TEXT.encode(list(last.values())).decode()
     except Exception:  # noqa: BLE001 — executemany binds them again and raises its own error
         return False
@@ -132,7 +139,8 @@ def _pg_copy_rows(conn: Connection, table: sa.Table, rows: Sequence[dict]) -> bo
     dialect = conn.dialect
     processors = [table.c[k].type.dialect_impl(dialect).bind_processor(dialect) for k in columns]
     try:
-        values = [[v if p is None else p(v) for v, p in zip(map(row.__getitem__, columns), processors)] for row in rows]
+        values = list(zip(*(_bound_column(table.c[k].type, dialect, p, [row[k] for row in rows])
+                            for k, p in zip(columns, processors))))
     except Exception:  # noqa: BLE001 — a value its column refuses: executemany binds it again and raises as ever
         return False
     sql = f"COPY {_pg_quote(table.name)} ({', '.join(map(_pg_quote, columns))}) FROM STDIN"
@@ -164,6 +172,23 @@ def delete_keyed(conn: Connection, table: sa.Table, keys: tuple[str, ...], value
     return True
 
 
+def _bound_column(column_type, dialect, processor, values: Sequence) -> Sequence:
+    """One column's values as its type binds them, a column at a time: SQLite's UTC times and
+    dates in bulk when every value is a plain UTC datetime or date (pipeline/utc_text.py
+    utc_texts: the same text as UtcDateTime's, 0.06 µs a value against about 2 µs through
+    SQLAlchemy's processor call); on PostgreSQL such values are bound as they are (the processors
+    would return them unchanged). Anything else value by value as ever."""
+    if processor is None:
+        return values
+    sqlite = dialect.name == "sqlite"
+    if isinstance(column_type, UtcDateTime) and all(v is None or (type(v) is dt.datetime and v.tzinfo is UTC)
+                                                    for v in values):
+        return utc_texts(values) if sqlite else values
+    if isinstance(column_type, LocalDate) and all(v is None or type(v) is dt.date for v in values):
+        return [None if v is None else v.isoformat() for v in values] if sqlite else values
+    return [processor(v) for v in values]
+
+
 def _json_rows(conn: Connection, table: sa.Table, rows: Sequence[dict]) -> str | None:
     columns = _uniform(table, rows)
     if columns is None:
@@ -177,7 +202,10 @@ def _json_values(conn: Connection, table: sa.Table, columns: tuple[str, ...], ro
     processors = [table.c[k].type.dialect_impl(dialect).bind_processor(dialect) for k in columns]
     floats = [i for i, k in enumerate(columns) if isinstance(table.c[k].type, sa.Float)]
     try:
-        values = [[v if p is None else p(v) for v, p in zip(row, processors)] for row in rows]
+        if not rows:
+            return JSON_TEXT.encode([]).decode()
+        values = list(zip(*(_bound_column(table.c[k].type, dialect, p, column)
+                             for k, p, column in zip(columns, processors, zip(*rows)))))
         if any(row[i] is not None and not math.isfinite(row[i]) for row in values for i in floats):
             return None  # JSON has no NaN (msgspec would write null): executemany binds it as ever
         # msgspec, not json.dumps: the same JSON for these values (text, numbers, null), in
