@@ -13,19 +13,26 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime as dt
 import logging
 import time
 from typing import Any, Callable
 
 from ..clock import Clock, system_clock
 from ..config import Settings
-from ..errors import MempipeError
+from ..errors import ErasedDuringRun, MempipeError
 from ..safety import redact
 from ..store import Store
 from .schedule import BATCH_POLL, REFRESH, RETENTION, ROLLOVER, in_zone, kind_of
 
 log = logging.getLogger("pipeline.scheduler")
 CANCELLED = "cancelled by shutdown"
+# A run stopped because a user was erased or a memory was forgotten or cleared while it worked
+# (ErasedDuringRun, RemovedDuringRun) wrote nothing after it: the job runs again this soon instead
+# of at its next regular time (a nightly one would otherwise leave every context a day behind),
+# at most RERUNS_AT_MOST times in a row (controls that keep coming must not keep the service busy).
+RERUN_AFTER_S = 60.0
+RERUNS_AT_MOST = 3
 
 
 class Runtime:
@@ -48,6 +55,7 @@ class Runtime:
         self.jobs: set[asyncio.Task] = set()   # the run_job wrappers (what a shutdown waits for)
         self.scheduler = None                  # set by the service: next run times for the state
         self.last_report: dict | None = None
+        self.reruns: dict[str, int] = {}       # job -> reruns in a row after a run a control stopped
 
     async def stop(self, timeout: float = 30.0) -> None:
         """Take no new work; cancel the job in flight (its partition-day in progress is written
@@ -167,7 +175,7 @@ async def _run_locked(rt: Runtime, job_id: str) -> dict:
     body = _retention if kind == RETENTION else _batch_poll if kind == BATCH_POLL else _pipeline
     work = asyncio.ensure_future(body(rt, job_id, report))
     rt.work.add(work)
-    outcome, error = "ok", None
+    outcome, error, stopped = "ok", None, False
     try:
         await work
     except asyncio.CancelledError:
@@ -181,14 +189,20 @@ async def _run_locked(rt: Runtime, job_id: str) -> dict:
     except Exception as exc:  # recorded and logged; the schedule goes on
         outcome = "failed"
         error = redact(str(exc) if isinstance(exc, MempipeError) else f"{exc.__class__.__name__}: {exc}")
+        stopped = isinstance(exc, ErasedDuringRun)
     finally:
         rt.work.discard(work)
-    return _finish(rt, job_id, started, t0, outcome, error, report)
+    return _finish(rt, job_id, started, t0, outcome, error, report, stopped=stopped)
 
 
 def _finish(rt: Runtime, job_id: str, started, t0: float, outcome: str, error: str | None,
-            report: dict) -> dict:
+            report: dict, *, stopped: bool = False) -> dict:
     fields: dict[str, Any] = {"job": job_id, "outcome": outcome}
+    if outcome == "ok":
+        rt.reruns.pop(job_id, None)
+    elif stopped and rt.reruns.get(job_id, 0) < RERUNS_AT_MOST and _run_again_soon(rt, job_id):
+        rt.reruns[job_id] = rt.reruns.get(job_id, 0) + 1
+        fields["rerun"] = rt.reruns[job_id]
     fields.update(_stats_fields(report.get("_stats")))
     if "batch_jobs_collected" in report:
         fields["batch_jobs_collected"], fields["run_ids"] = report["batch_jobs_collected"], report["run_ids"]
@@ -214,6 +228,25 @@ def _finish(rt: Runtime, job_id: str, started, t0: float, outcome: str, error: s
     log.log(level, "job %s %s", job_id, outcome, extra={"fields": fields})
     rt.last_report = fields
     return fields
+
+
+def _run_again_soon(rt: Runtime, job_id: str) -> bool:
+    """Move the job's next run to RERUN_AFTER_S from now (APScheduler fires by the real clock)
+    unless it is due sooner anyway; its trigger's own times go on after that run."""
+    if rt.scheduler is None:
+        return False
+    at = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=RERUN_AFTER_S)
+    try:
+        job = rt.scheduler.get_job(job_id)
+        if job is None:
+            return False
+        due = getattr(job, "next_run_time", None)
+        if due is None or due > at:
+            rt.scheduler.modify_job(job_id, next_run_time=at)
+    except Exception as exc:  # noqa: BLE001 — the scheduler is shutting down: the regular time stands
+        log.warning("could not run %s again soon: %s", job_id, exc)
+        return False
+    return True
 
 
 def _next_run(rt: Runtime, job_id: str):
