@@ -33,7 +33,7 @@ import logging
 import time
 from typing import Callable
 
-from ..errors import MempipeError
+from ..errors import ErasedDuringRun, MempipeError
 from ..stages.context import RENAMED, RunContext, RunStats
 from ..stages.merge import plan_merges
 from .jobs import JobSpec, daily_jobs, historical_jobs, merge_groups, merge_jobs, zone_days
@@ -55,6 +55,12 @@ def _succeeded(messages: list[dict]) -> set[str]:
 
 class WorkerJobFailed(MempipeError):
     """A job's task raised in a worker: the run fails, naming the item."""
+
+
+class WorkerJobStopped(WorkerJobFailed, ErasedDuringRun):
+    """A job stopped in a worker because a user was erased, or a memory forgotten or cleared,
+    while it worked: the run fails as after any failed job, and is an ErasedDuringRun too (so
+    `serve` runs it again soon, pipeline/scheduler/jobs.py)."""
 
 
 class NoWorker(MempipeError):
@@ -195,9 +201,10 @@ class Dispatcher:
                         advance()
                 elif status == "failed":
                     await channel.settle()
-                    cause = next((m["error"] for m in channel.messages if m.get("key") == spec.key and "error" in m),
-                                 "its task raised; the worker's log has the cause")
-                    raise WorkerJobFailed(f"{spec.label} failed in a worker: {cause}")
+                    said = next((m for m in channel.messages if m.get("key") == spec.key and "error" in m), {})
+                    cause = said.get("error", "its task raised; the worker's log has the cause")
+                    failed = WorkerJobStopped if said.get("stopped") else WorkerJobFailed
+                    raise failed(f"{spec.label} failed in a worker: {cause}")
                 else:  # cancelled, aborted, lost: not done, not failed
                     redeferred[spec.key] = redeferred.get(spec.key, 0) + 1
                     if redeferred[spec.key] > REDEFERS:

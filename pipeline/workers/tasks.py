@@ -16,6 +16,7 @@ import logging
 import time
 
 from ..calendar import parse_scope
+from ..errors import ErasedDuringRun
 from ..safety import redact
 from ..stages.context import REPORTED_COUNTS, RunContext
 from ..stages.daily import load_partition_days, run_daily
@@ -77,7 +78,9 @@ async def run_job(runtime, task: str, key: str, run: dict, item: dict) -> None:
             ctx.writer.flush()  # items finished before the failure are whole: keep them
             store.add_run_counts(run["id"], ctx.stats.columns())
             if isinstance(exc, Exception):
-                store.notify_run(run["id"], {"key": key, "error": redact(f"{exc.__class__.__name__}: {exc}")})
+                # stopped by a control (an erase, forget or clear): the run may be run again at once
+                store.notify_run(run["id"], {"key": key, "error": redact(f"{exc.__class__.__name__}: {exc}"),
+                                             **({"stopped": True} if isinstance(exc, ErasedDuringRun) else {})})
         except Exception:
             log.exception("%s: could not record what the failed job did", key)
         raise

@@ -14,7 +14,8 @@ import sqlalchemy as sa
 from click.testing import CliRunner
 
 from pipeline.cli import cli
-from pipeline.errors import ConfigError
+from pipeline.controls import OPERATOR, clear
+from pipeline.errors import ConfigError, ErasedDuringRun
 from pipeline.ingest import import_files, ingest_messages
 from pipeline.runner import execute
 from pipeline.store import Store
@@ -243,6 +244,42 @@ def test_a_failed_job_fails_the_run_naming_the_item_and_its_cause(pg):
     statuses = {status for status, _n in _queue(store)}
     assert "failed" in statuses and "cancelled" in statuses  # the run's jobs not yet started were cancelled
     assert statuses <= {"failed", "cancelled"}  # none left to do or running; the others succeeded (deleted)
+
+
+class _ClearsOnce(RecordingSummarizer):
+    """Asked for its first partition-day, has an operator clear a user's memory first (another
+    session, committed): the worker's job read before it, so its writes must stop."""
+
+    def __init__(self, settings, store, user_id: int):
+        super().__init__(ExtractiveSummarizer(settings.summary))
+        self.settings, self.store, self.user_id, self.cleared = settings, store, user_id, False
+
+    async def daily(self, pd):
+        if not self.cleared:
+            self.cleared = True
+            await asyncio.to_thread(clear, self.store, self.settings, self.user_id, requested_by=OPERATOR,
+                                    clock=lambda: NOW)
+        return await self.inner.daily(pd)
+
+
+def test_a_job_a_control_stopped_stops_the_run_as_a_removal(pg):
+    """A clear while a worker's job works stops that job (RemovedDuringRun in the worker) and the
+    run with an error that is both a failed worker job and a removal during the run — what `serve`
+    runs again soon (pipeline/scheduler/jobs.py)."""
+    store, s = pg
+    import_files(store, [str(SAMPLE)], s)
+    clears = _ClearsOnce(s, store, _a_sample_speaker(store))
+    with pytest.raises(WorkerJobFailed) as failed:
+        _replay(store, s, worker_summarizer=clears, concurrency=1)
+    assert clears.cleared
+    assert isinstance(failed.value, ErasedDuringRun)
+    assert "RemovedDuringRun" in str(failed.value) and "while this run was working" in str(failed.value)
+    assert store.runs(1)[0]["status"] == "failed"
+
+
+def _a_sample_speaker(store) -> int:
+    with store.engine.connect() as conn:
+        return conn.execute(sa.text("SELECT min(user_id) FROM chat_history")).scalar_one()
 
 
 def test_sqlite_refuses_workers(sqlite_store, settings):
