@@ -15,16 +15,18 @@ from .auth import authorize
 
 
 async def remember(ctx: RunContext, scope: str, user_id: Any, fact: str, *, requested_by: Any,
-                   via: str | None = None, refresh: bool = True, day=None) -> str:
+                   via: str | None = None, refresh: bool = True, day=None, source: str | None = None) -> str:
     """Store a fact about the user in this scope (stages/facts.py `remember`) when the requester
     is the user or an admin; returns it as stored. Recorded ("remember"). `via="chat"`: an in-chat
-    request (pipeline/stages/requests.py): the fact's source is "chat", said on `day`, and the
-    run's merge stage makes the contexts (`refresh=False`)."""
+    request (pipeline/stages/requests.py), said on `day`; the run's merge stage makes the contexts
+    (`refresh=False`). `source`: the fact's source (an in-chat request's: its message,
+    "channel:message", so that deleting the message takes the fact back); default `via`, else
+    "manual"."""
     sc, user_id = parse_scope(scope), parse_id(user_id, "user_id")
     by = authorize(ctx.settings, "remember a fact in", user_id, requested_by)
     before = ctx.stats.facts_added + ctx.stats.facts_updated
     text = await stage.remember(ctx, str(sc), user_id, fact, day=day, refresh=refresh,
-                                sources=[via] if via else None)
+                                sources=[source or via] if source or via else None)
     record(ctx.store, "remember", user_id, by, requested_by, str(sc), ctx.now(),
            {"memory_facts": ctx.stats.facts_added + ctx.stats.facts_updated - before}, **({"via": via} if via else {}))
     return text

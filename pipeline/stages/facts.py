@@ -62,7 +62,7 @@ async def _refresh_contexts(ctx: RunContext, user_id: int, scopes: list[str]) ->
 async def remember(ctx: RunContext, scope: str, user_id: int, fact: str, *, day=None, refresh: bool = True,
                    sources: list[str] | None = None) -> str:
     """Store a fact about the user in this scope; returns it as stored. `day`: when it was said
-    (default today); `sources`: default ["manual"] (an in-chat request's: ["chat"]); `refresh`:
+    (default today); `sources`: default ["manual"] (an in-chat request's: its message); `refresh`:
     refresh the user's contexts now (a run's merge stage does it otherwise)."""
     sc, user_id = parse_scope(scope), parse_id(user_id, "user_id")  # before anything is written
     fact = check_fact(fact)

@@ -10,7 +10,8 @@ them): noted when a partition-day is summarised, applied after the daily stage o
   overlapping runs never both apply it; a crash between claim and apply loses it, never repeats
   it): through the controls of pipeline/controls/facts.py with the speaker as
   requester and subject, in the scope of the partition it was said in (so at its privacy level: a
-  remember there is a fact of that partition, confidence 1, source "chat"; a forget works like
+  remember there is a fact of that partition, confidence 1, its source the request's message
+  (deleting that message takes the fact back, as for any fact resting on it); a forget works like
   `facts forget` in that scope). A refused request (about someone else; a fact `facts remember`
   would refuse) changes nothing. Each is audited (control_actions, "via": "chat", never the text)
   and counted in pipeline_runs. The contexts are made by the run's merge stage that follows.
@@ -72,7 +73,7 @@ async def apply_requests(ctx: RunContext) -> set[str]:
                     touched |= set(MergeInputs(ctx.store, [], [user_id]).source_partitions(parse_scope(scope), user_id))
                 else:
                     await remember(ctx, scope, user_id, r["text"], requested_by=user_id, via="chat", refresh=False,
-                                   day=r["day"])
+                                   day=r["day"], source=f"{r['channel_id']}:{r['message_id']}")
                     ctx.stats.requests_remembered += 1
             except InputError:  # refused by the rules of `facts remember` (pipeline/safety.py, raw ids)
                 reason = UNSAFE

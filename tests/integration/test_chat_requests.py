@@ -18,7 +18,7 @@ import sqlalchemy as sa
 
 from pipeline.cli.report import table_line
 from pipeline.controls import user_audit
-from pipeline.ingest import ingest_messages
+from pipeline.ingest import delete_messages, ingest_messages
 from pipeline.llm.gemini import GeminiClient
 from pipeline.runner import execute
 from pipeline.summarize.llm import LLMSummarizer
@@ -122,6 +122,15 @@ def _sources(row) -> list:
     return row["sources"] if isinstance(row["sources"], list) else json.loads(row["sources"])
 
 
+def _request_message(store, user: int, word: str) -> str:
+    """"channel:message" of the user's one message saying `word` (a request's fact source)."""
+    with store.engine.connect() as conn:
+        [(channel, message)] = conn.execute(sa.text(
+            "SELECT channel_id, message_id FROM chat_history WHERE user_id = :u AND lower(text) LIKE :w"),
+            {"u": user, "w": f"%{word}%"}).all()
+    return f"{channel}:{message}"
+
+
 def _remembered_and_forgotten(store, guild: int) -> None:
     """Tomás's "remember that I'm vegetarian" in the group is his one guild_public fact there and in
     his profile; the DM's hospital is in no row but the chat itself and what he forgot."""
@@ -129,7 +138,7 @@ def _remembered_and_forgotten(store, guild: int) -> None:
     veg = [f for f in tomas if "vegetarian" in f["text"].lower()]
     assert len(veg) == 1, tomas  # the request's fact, not also an extracted one
     assert veg[0]["level"] == "guild_public" and veg[0]["partition"] == f"guild:{guild}"
-    assert veg[0]["confidence"] == 1.0 and _sources(veg[0]) == ["chat"]
+    assert veg[0]["confidence"] == 1.0 and _sources(veg[0]) == [_request_message(store, TOMAS, "vegetarian")]
     with store.engine.connect() as conn:
         profile = conn.execute(sa.text("SELECT profile FROM memory_profiles WHERE scope = :s AND user_id = :u"),
                                {"s": f"guild:{guild}", "u": TOMAS}).scalar_one()
@@ -291,6 +300,24 @@ def test_drop_and_prune_chat_requests(store, settings):
 
 
 
+def test_deleting_the_request_message_takes_the_remembered_fact_back(store, settings, run):
+    """The fact rests on the message that asked for it: a bot's delete event for that message
+    removes it (and the contexts made again say nothing of it), as for an extracted fact."""
+    ask = _msg(40, BOARD, TOMAS, "Remember that I'm training for the Lisbon marathon.", 3, 9)
+    chat = _msg(41, BOARD, ANA, "The dice tower arrived, finally.", 3, 10)
+    ingest_messages(store, [ask, chat], settings)
+    assert run("2026-11-03", "2026-11-03")["requests_remembered"] == 1
+    source = f"{BOARD}:{ask['message_id']}"
+    [fact] = [f for f in _facts(store, TOMAS) if _sources(f) == [source]]  # its text: the model's words
+    assert fact["confidence"] == 1.0 and fact["origin"] == "manual"
+    counts = delete_messages(store, [(BOARD, ask["message_id"])], settings, clock=lambda: dt.datetime(2026, 11, 4, tzinfo=UTC))
+    assert counts["facts_deleted"] == 1
+    assert _facts(store, TOMAS) == []
+    run("2026-11-03", "2026-11-03")  # the queued day made again: the request is gone with its message
+    assert _facts(store, TOMAS) == []
+    assert not tokens_in_tables(store.engine, re.compile(re.escape(fact["text"]) + "|marathon", re.IGNORECASE))
+
+
 def test_a_remember_takes_the_level_of_its_partition(store, settings, run):
     """README: in a restricted channel a `channel_restricted` fact of that channel, in a DM `dm`."""
     mods = 1170000000000001703
@@ -299,5 +326,6 @@ def test_a_remember_takes_the_level_of_its_partition(store, settings, run):
     dm = _msg(31, DM, TOMAS, "Remember that I'm learning the cello.", 3, 10)
     ingest_messages(store, [restricted, dm], settings)
     assert run("2026-11-03", "2026-11-03")["requests_remembered"] == 2
-    levels = {(f["partition"], f["level"]) for f in _facts(store, TOMAS) if _sources(f) == ["chat"]}
+    levels = {(f["partition"], f["level"]) for f in _facts(store, TOMAS)
+              if _sources(f) in ([f"{mods}:{restricted['message_id']}"], [f"{DM}:{dm['message_id']}"])}
     assert levels == {(f"channel:{mods}", "channel_restricted"), (f"dm:{DM}", "dm")}
