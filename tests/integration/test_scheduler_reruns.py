@@ -7,6 +7,7 @@ jobs.py). In-process, with the service's real scheduler (paused: nothing fires o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 
 from pipeline.clock import fixed_clock
@@ -34,6 +35,27 @@ def _clear_during_each_run(store, settings) -> dict:
     return state
 
 
+@contextlib.asynccontextmanager
+async def _paused_scheduler(rt, settings):
+    """The service's scheduler with every job, started paused (nothing fires), as rt's."""
+    scheduler = make_scheduler(rt, settings, now=NOW)
+    scheduler.start(paused=True)
+    rt.scheduler = scheduler
+    try:
+        yield scheduler
+    finally:
+        scheduler.shutdown(wait=False)
+
+
+def _far_off(scheduler) -> dt.datetime:
+    """The job's next regular run put a day away (APScheduler fires by the real clock: just
+    before a local midnight the trigger's own next time is seconds away)."""
+    regular = dt.datetime.now(UTC).replace(microsecond=0) + dt.timedelta(days=1)
+    scheduler.modify_job(JOB, next_run_time=regular)
+    assert scheduler.get_job(JOB).next_run_time == regular
+    return regular
+
+
 def _seconds_from_now(when: dt.datetime) -> float:
     return (when - dt.datetime.now(UTC)).total_seconds()
 
@@ -44,12 +66,8 @@ def test_a_run_a_control_stopped_runs_again_soon_at_most_three_times_in_a_row(st
     race = _clear_during_each_run(store, settings)
 
     async def scenario():
-        scheduler = make_scheduler(rt, settings, now=NOW)
-        scheduler.start(paused=True)
-        rt.scheduler = scheduler
-        try:
-            regular = scheduler.get_job(JOB).next_run_time
-            assert _seconds_from_now(regular) > 3600  # the next local midnight: hours away
+        async with _paused_scheduler(rt, settings) as scheduler:
+            regular = _far_off(scheduler)
             for n in range(1, jobs.RERUNS_AT_MOST + 1):
                 race["armed"] = True
                 report = await jobs.run_job(rt, JOB)
@@ -65,8 +83,6 @@ def test_a_run_a_control_stopped_runs_again_soon_at_most_three_times_in_a_row(st
             assert scheduler.get_job(JOB).next_run_time == regular
             report = await jobs.run_job(rt, JOB)  # nothing stops it: done, and the count starts again
             assert report["outcome"] == "ok" and rt.reruns == {}
-        finally:
-            scheduler.shutdown(wait=False)
 
     asyncio.run(scenario())
     assert race["fired"] == jobs.RERUNS_AT_MOST + 1
@@ -81,15 +97,10 @@ def test_any_other_failure_waits_for_the_regular_time(store, settings):
     rt = jobs.Runtime(store, settings, clock=fixed_clock(NOW), make_summarizer=broken)
 
     async def scenario():
-        scheduler = make_scheduler(rt, settings, now=NOW)
-        scheduler.start(paused=True)
-        rt.scheduler = scheduler
-        try:
-            regular = scheduler.get_job(JOB).next_run_time
+        async with _paused_scheduler(rt, settings) as scheduler:
+            regular = _far_off(scheduler)
             report = await jobs.run_job(rt, JOB)
             assert report["outcome"] == "failed" and "no summarizer today" in report["error"]
             assert "rerun" not in report and scheduler.get_job(JOB).next_run_time == regular
-        finally:
-            scheduler.shutdown(wait=False)
 
     asyncio.run(scenario())
