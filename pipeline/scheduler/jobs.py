@@ -198,9 +198,9 @@ async def _run_locked(rt: Runtime, job_id: str) -> dict:
 def _finish(rt: Runtime, job_id: str, started, t0: float, outcome: str, error: str | None,
             report: dict, *, stopped: bool = False) -> dict:
     fields: dict[str, Any] = {"job": job_id, "outcome": outcome}
-    if outcome == "ok":
+    if not stopped:  # done, or failed otherwise: the next stop starts a new count
         rt.reruns.pop(job_id, None)
-    elif stopped and rt.reruns.get(job_id, 0) < RERUNS_AT_MOST and _run_again_soon(rt, job_id):
+    elif rt.reruns.get(job_id, 0) < RERUNS_AT_MOST and _run_again_soon(rt, job_id):
         rt.reruns[job_id] = rt.reruns.get(job_id, 0) + 1
         fields["rerun"] = rt.reruns[job_id]
     fields.update(_stats_fields(report.get("_stats")))

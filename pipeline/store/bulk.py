@@ -202,8 +202,6 @@ def _json_values(conn: Connection, table: sa.Table, columns: tuple[str, ...], ro
     processors = [table.c[k].type.dialect_impl(dialect).bind_processor(dialect) for k in columns]
     floats = [i for i, k in enumerate(columns) if isinstance(table.c[k].type, sa.Float)]
     try:
-        if not rows:
-            return JSON_TEXT.encode([]).decode()
         values = list(zip(*(_bound_column(table.c[k].type, dialect, p, column)
                              for k, p, column in zip(columns, processors, zip(*rows)))))
         if any(row[i] is not None and not math.isfinite(row[i]) for row in values for i in floats):

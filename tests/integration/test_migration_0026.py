@@ -1,6 +1,6 @@
 """Migration 0026 on a database with data, on both databases: a fact an in-chat "remember" stored
 before (sources ["chat"]) gets the request's message as its source where one applied request alone
-can have made it (same user, partition and day); two candidate requests, a refused or pending
+can have made it (same user, partition and day); two candidate requests or facts, a refused or pending
 one, an extracted fact, a `facts remember` fact, or a chat fact that merged other sources, keep
 what they had."""
 
@@ -47,15 +47,18 @@ def test_0026_gives_an_old_chat_fact_its_request_message_where_only_one_can_be_i
                 _fact(ANA, "Likes tea", D4, ["chat", f"{CH}:900"]),            # merged with a message: kept
                 _fact(ANA, "Lives in Lisbon", D4, ["manual"]),                 # `facts remember`: kept
                 _fact(ANA, "Paints miniatures", D3, [f"{CH}:901"], origin="extracted"),
+                _fact(BO, "Bakes bread", dt.date(2026, 11, 5), ["chat"]),        # one request, two such facts:
+                _fact(BO, "Keeps bees", dt.date(2026, 11, 5), ["chat"]),         # both kept
             ])
             conn.execute(sa.insert(chat_requests), [
                 _request(11, ANA, D3), _request(12, ANA, D3, kind="forget"), _request(21, BO, D3), _request(22, BO, D3),
-                _request(31, BO, D4, status="refused"), _request(41, ANA, D4, status="pending")])
+                _request(31, BO, D4, status="refused"), _request(41, ANA, D4, status="pending"),
+                _request(51, BO, dt.date(2026, 11, 5))])
         assert [m.version for m in upgrade(store.engine)][0] == 26
         with store.engine.connect() as conn:
             got = {text: sources for text, sources in conn.execute(sa.select(memory_facts.c.text, memory_facts.c.sources))}
         assert got == {"Is vegetarian": [f"{CH}:11"], "Plays the cello": ["chat"], "Runs marathons": ["chat"],
                        "Likes tea": ["chat", f"{CH}:900"], "Lives in Lisbon": ["manual"],
-                       "Paints miniatures": [f"{CH}:901"]}
+                       "Paints miniatures": [f"{CH}:901"], "Bakes bread": ["chat"], "Keeps bees": ["chat"]}
     finally:
         store.close()

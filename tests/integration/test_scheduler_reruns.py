@@ -99,8 +99,10 @@ def test_any_other_failure_waits_for_the_regular_time(store, settings):
     async def scenario():
         async with _paused_scheduler(rt, settings) as scheduler:
             regular = _far_off(scheduler)
+            rt.reruns[JOB] = 2  # two stopped runs before: this failure ends the row
             report = await jobs.run_job(rt, JOB)
             assert report["outcome"] == "failed" and "no summarizer today" in report["error"]
             assert "rerun" not in report and scheduler.get_job(JOB).next_run_time == regular
+            assert rt.reruns == {}
 
     asyncio.run(scenario())
