@@ -51,7 +51,7 @@ def machine(env: Env) -> dict:
 
 def python_loop_seconds(steps: int = 10_000_000, tries: int = 5) -> float:
     """Seconds for one CPU to run a fixed pure-Python loop (best of `tries`). Machines that report
-    the same CPU name and count ran this loop in 0.17 s and in 1.66 s (2026-11), and the pipeline's
+    the same CPU name and count ran this loop in 0.13 s and in 1.66 s (2026-11), and the pipeline's
     absolute times with it: a report that compares times across runs says how fast each one was."""
     best = float("inf")
     for _ in range(tries):
