@@ -98,7 +98,9 @@ def choose(rows: list[dict], max_words: int, same_fact: float) -> list[dict]:
 
 def profile_key(name: str, rows: list[dict], *, max_words: int, same_fact: float) -> str:
     """What a profile is made from (its input hash): cheap, so a run compares it with the stored
-    one before rendering anything."""
+    one before rendering anything. A merge uses a stored profile's text while its key is the same
+    (stages/merge.py `_Profile`): a change to how facts are chosen or rendered (`choose`, `render`,
+    SECTIONS) must change this key too, or stored profiles would keep the old text."""
     return _key(name, [_key_part(r) for r in rows], max_words, same_fact)
 
 

@@ -204,7 +204,14 @@ async def merge_one(ctx: RunContext, scope: Scope, user_id: int, day1_for: Day1F
 class _Profile:
     """The (scope, user)'s profile for this merge: its text, rendered at most once and only when
     something needs it, and the row to write when its fact set changed (`pending`) or when it is
-    unchanged but now valid as of a later day 1 (`moves`). Never over one made as of a later day."""
+    unchanged but now valid as of a later day 1 (`moves`). Never over one made as of a later day.
+
+    An unchanged profile's text is the stored one, not rendered again: its key holds everything
+    the render reads (the facts seen, the name, the budget, the template), so the render would be
+    the same text — unless a forgotten fact applies (a forget scrubs stored profiles in place, and
+    a fresh render is scrubbed afresh: rendered then), or the run is forced. Choosing and rendering
+    every profile again was a quarter of a nightly run on a live installation (most users' facts do
+    not change from one night to the next)."""
 
     def __init__(self, ctx: RunContext, inputs: MergeInputs, key_of: tuple[str, int], name: str,
                  facts: tuple[UserFacts, list[tuple[int, dict]]], pkey: str | None, as_of: dt.date, forgotten):
@@ -216,8 +223,12 @@ class _Profile:
         usable = bool(pkey) and not ctx.dry_run and not (state is not None and state["as_of_day"] > as_of)
         self.changed = usable and (state is None or state["input_hash"] != pkey)
         self.moves = usable and not self.changed and state["as_of_day"] < as_of
-        if usable:
-            inputs.profiles[key_of] = {"scope": key_of[0], "user_id": key_of[1], "input_hash": pkey, "as_of_day": as_of}
+        kept = state.get("profile") if usable and not self.changed and not forgotten.facts and not ctx.force else None
+        if kept is not None:
+            self._text = kept
+        if usable:  # its text only when it is the stored one (a changed profile's is rendered, later)
+            inputs.profiles[key_of] = {"scope": key_of[0], "user_id": key_of[1], "input_hash": pkey, "as_of_day": as_of,
+                                       "profile": None if self.changed else state.get("profile")}
 
     def text(self) -> str:
         if self._text is None:

@@ -61,7 +61,9 @@ class MergeInputs:
         self.fact_rows: dict[int, list[dict]] = defaultdict(list)
         for r in store.memory_facts(user_ids=users, columns=("partition",) if plan_only else fact_columns):
             self.fact_rows[r["user_id"]].append(r)
-        prows = () if plan_only else store.profiles(text=False, user_ids=users)
+        # with their texts: a merge whose profile is unchanged uses the stored one (stages/merge.py
+        # `_Profile`) instead of choosing and rendering it again, night after night
+        prows = () if plan_only else store.profiles(user_ids=users)
         self.profiles = {(r["scope"], r["user_id"]): r for r in prows}
         self._until = max(day1s, default=None)
         self._last_active: dict[int, list[tuple[str, dt.date]]] | None = None
