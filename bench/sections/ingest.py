@@ -2,7 +2,9 @@
 database, and, beside it, a raw COPY of the same rows into a bare table (the limit). Also beside
 it, the same raw insert into a freshly migrated chat_history (its key and indexes): what an
 importer pays that keeps them up to date row by row (PostgreSQL's does; SQLite's builds them at the
-end of a large import)."""
+end of a large import). And on PostgreSQL, the same raw COPY into chat_history with its key and
+indexes dropped, then built again: the least work that leaves the table as the pipeline needs
+it, however fast the import reads."""
 
 from __future__ import annotations
 
@@ -92,6 +94,36 @@ def _raw_copy(url: str, path: Path, *, from_file: bool, table: str = "bare_chat"
         return t
 
 
+def _raw_copy_then_build(url: str, path: Path) -> dict:
+    """The raw COPY (as _raw_copy, from the file) into a freshly migrated chat_history whose key and
+    indexes are dropped first and built again after the last row, in one transaction: seconds
+    for the COPY, the key, the indexes and in all."""
+    now = dt.datetime.now(dt.timezone.utc).isoformat()
+    _fresh(url).close()
+    with psycopg.connect(conninfo(url)) as conn:
+        key = conn.execute("SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+                           "WHERE conrelid = 'chat_history'::regclass AND contype = 'p'").fetchone()
+        indexes = conn.execute("SELECT x.indexrelid::regclass::text, pg_get_indexdef(x.indexrelid) FROM pg_index x "
+                               "WHERE x.indrelid = 'chat_history'::regclass AND NOT x.indisprimary").fetchall()
+        conn.execute(f"ALTER TABLE chat_history DROP CONSTRAINT {key[0]}")  # names from the catalog
+        for name, _sql in indexes:
+            conn.execute(f"DROP INDEX {name}")
+        conn.commit()
+        t0 = time.perf_counter()
+        with conn.cursor() as cur, cur.copy(f"COPY chat_history ({RAW_COLUMNS}) FROM STDIN") as copy:
+            with path.open(encoding="utf-8") as fh:
+                for line in fh:
+                    copy.write_row(_row(json.loads(line), now))
+        t1 = time.perf_counter()
+        conn.execute(f"ALTER TABLE chat_history ADD CONSTRAINT {key[0]} {key[1]}")
+        t2 = time.perf_counter()
+        for _name, sql in indexes:
+            conn.execute(sql)
+        conn.commit()
+        t3 = time.perf_counter()
+    return {"seconds": t3 - t0, "copy_s": t1 - t0, "key_s": t2 - t1, "indexes_s": t3 - t2}
+
+
 def _raw_sqlite(url: str, path: Path, *, table: str = "bare_chat") -> float:
     """executemany into a table with no key or index, one transaction, the engine's pragmas
     (WAL, synchronous NORMAL); timing includes reading and parsing the JSONL. table
@@ -160,7 +192,7 @@ def run(env: Env) -> dict:
     res["sqlite"]["met"] = res["sqlite"]["msgs_per_s"] >= SQLITE_TARGET
 
     if env.pg_reason is None:
-        pipe, raw, raw_db, keyed, alone, pipe_cpu, raw_cpu = [], [], [], [], [], [], []
+        pipe, raw, raw_db, keyed, alone, pipe_cpu, raw_cpu, built = [], [], [], [], [], [], [], []
         for i in range(reps):  # interleaved, each into its own fresh database
             with pg_database() as url:
                 raw.append(_raw_copy(url, path, from_file=True, used=raw_cpu))
@@ -173,9 +205,12 @@ def run(env: Env) -> dict:
                     alone.append(_pipeline_import(url, path, settings, one_process=True))
             with pg_database() as url:
                 raw_db.append(_raw_copy(url, path, from_file=False))
+            with pg_database() as url:
+                built.append(_raw_copy_then_build(url, path))
             log(f"ingest postgresql #{i + 1}: pipeline {n / pipe[-1]:,.0f} msgs/s"
                 + (f" (in one process {n / alone[-1]:,.0f})" if compare else "") + f", raw COPY {n / raw[-1]:,.0f} "
-                f"(into chat_history {n / keyed[-1]:,.0f}, COPY only {n / raw_db[-1]:,.0f})")
+                f"(into chat_history {n / keyed[-1]:,.0f}, COPY only {n / raw_db[-1]:,.0f}, "
+                f"then key and indexes built {n / built[-1]['seconds']:,.0f})")
         ratio = min(raw) / min(pipe)
         res["postgresql"] = {
             "pipeline_seconds": [round(t, 3) for t in pipe], "raw_copy_seconds": [round(t, 3) for t in raw],
@@ -185,6 +220,8 @@ def run(env: Env) -> dict:
             "raw_table_seconds": [round(t, 3) for t in keyed], "raw_table_msgs_per_s": round(n / min(keyed)),
             **({"one_process_seconds": [round(t, 3) for t in alone], "one_process_msgs_per_s": round(n / min(alone))}
                if compare else {}),
+            "built_after": {k: round(v, 3) for k, v in min(built, key=lambda b: b["seconds"]).items()},
+            "built_after_seconds": [round(b["seconds"], 3) for b in built],
             "ratio": round(ratio, 3), "ratio_copy_only": round(min(raw_db) / min(pipe), 3), "met": ratio >= PG_TARGET,
             "cpu": pipe_cpu[pipe.index(min(pipe))], "raw_copy_cpu": raw_cpu[raw.index(min(raw))],  # the fastest's
         }
@@ -251,7 +288,27 @@ def render(res: dict) -> list[str]:
                 "row by row. The importer builds the secondary ones once at the end of an import at least as large "
                 "as the table (pipeline/store/ingest.py `defer_message_indexes`, both databases), so it can pass "
                 "that; the primary key it keeps up to date row by row (it finds the messages stored already)."]
+    out += _built_after_line(pg, n)
     return out
+
+
+def _built_after_line(pg: dict | None, n: int) -> list[str]:
+    """What the PostgreSQL target leaves an import once chat_history's key and indexes are built
+    (results from before the bench measured it have none)."""
+    if not pg or "built_after" not in pg:
+        return []
+    b, bare = pg["built_after"], min(pg["raw_copy_seconds"])
+    allowed = bare / PG_TARGET
+    build = b["key_s"] + b["indexes_s"]
+    return ["", f"The raw COPY into `chat_history` with its key and indexes dropped first and built again after the "
+            f"last row (one transaction): {b['copy_s']:,.2f} s to copy, {b['key_s']:,.2f} s to build the key, "
+            f"{b['indexes_s']:,.2f} s the three indexes: {b['seconds']:,.2f} s in all, "
+            f"**{bare / b['seconds']:.2f}×** the bare table (best of {len(pg['built_after_seconds'])}). That is the "
+            f"least an import can take that leaves the table as the pipeline needs it, without checking a row. "
+            f"{PG_TARGET}× the raw COPY is the import in {allowed:,.2f} s; the builds alone take {build:,.2f} s of it, "
+            f"after the last row, leaving {allowed - build:,.2f} s to read, check and copy {n:,} rows, "
+            f"where the raw COPY's unchecked copy took {b['copy_s']:,.2f} s."]
+
 
 
 def _cpu_lines(s: dict, pg: dict | None) -> list[str]:
