@@ -35,6 +35,11 @@ _LABEL = re.compile(r"(?:[^:“”\n.!?]|[.!?](?!\s)){1,80}:[ \t]+")
 _BOUNDARY = re.compile(r"[“”]|(?:(?<=[.!?])|(?<=[.!?][”\"]))[ \t]+|[ \t]+·[ \t]+")
 _ODD_SPACE = re.compile(r"\s\s|[^\S ]")  # what text.clean would change inside a line
 _QUOTED = re.compile(r"“([^“”]*)”|\"([^\"]*)\"")
+# What the cuts of a line could leave out: white space that is not a space or tab (a piece of
+# it alone is blank; at the start of the text after the prefix and labels it is stripped, as
+# neither swallows it), or our " · " (a line ending in one has a blank last piece, left out
+# with its separator). A line the screen clears that has neither is kept as it is.
+_MAY_BE_CUT = re.compile(r"[^\S \t]|·")
 
 
 class Cleaned(NamedTuple):
@@ -105,13 +110,18 @@ def _clean_line(line: str, *, screen: bool) -> Cleaned:
     tests/unit/test_safe_text_screen.py compares the two on lines made to break it)."""
     if not line.strip():
         return Cleaned(line, 0)
+    clear = screen and _screened_clear(line)
+    if clear and not _MAY_BE_CUT.search(line):
+        # Nothing is checked and no piece is blank, so the cuts below would join every piece
+        # back as it was: the line less its trailing white space (the prefix and each label end
+        # in all the spaces and tabs after them, and so does every cut). ~11 -> ~7 µs a line.
+        return Cleaned(defang(line.rstrip()), 0)
     prefix = _PREFIX.match(line).group()
     rest = line[len(prefix):]
     labels = []
     while len(labels) < 4 and (m := _LABEL.match(rest)):
         labels.append(m.group())
         rest = rest[m.end():]
-    clear = screen and _screened_clear(line)
     if not clear and any(reads_unsafe(label.strip()) for label in labels):
         return Cleaned("", 1)
     parts, seps = _pieces(rest)

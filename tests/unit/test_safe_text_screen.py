@@ -77,3 +77,20 @@ def test_a_line_whose_single_spaced_form_the_screen_flags_takes_the_full_checks(
         assert not safety.may_refuse(line)
         assert not _screened_clear(line)
         assert clean_line(line) == _clean_line(line, screen=False)
+
+
+def test_a_cleared_line_with_a_blank_piece_loses_it_as_the_full_checks_do():
+    # The shortcut keeps a cleared line as it is (less trailing white space) only when no piece of
+    # it can be blank or lose white space: a line ending in our " · " separator, or with white
+    # space other than spaces and tabs (a piece of it alone, or at the start of the text after
+    # the prefix and labels), and the full checks leave it out.
+    # (white space the screen clears: no-break and em spaces, which NFKC changes, it never does)
+    lines = ["Ana: we raided · ", "- the raid · \u2028 · Friday", "Today, 2026-11-07: bread. \x0c · rolls",
+             "# heading ·", "we raided.\u2028", "a · \x1f", "Past week: x · \u2029", "plain line  \t",
+             "Ana: bread.\x0b rolls", "Ana: \x0cwe raided", "\x1fbread and rolls", "- \u2028Friday"]
+    for line in lines:
+        assert _screened_clear(line), line  # the shortcut's condition holds: the case is the blank piece
+        assert _clean_line(line, screen=True) == _clean_line(line, screen=False), line
+    # the cases have teeth: the full checks change more than the trailing white space of most
+    changed = [line for line in lines if _clean_line(line, screen=False).text != line.rstrip()]
+    assert len(changed) >= 4
