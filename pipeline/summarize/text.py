@@ -42,7 +42,10 @@ def sentences(text: str) -> list[str]:
 def tokens(text: str) -> list[str]:
     """Lower-case words; a possessive "'s" is dropped so "Ana's" is the word "ana"."""
     if text.isascii():  # lower-casing ASCII moves no word boundary: the whole text at once
-        return [t[:-2] if t.endswith("'s") and len(t) > 2 else t for t in WORD.findall(text.lower())]
+        lowered = text.lower()
+        if "'s" not in lowered:  # no word can end in one (most texts): no pass over the words
+            return WORD.findall(lowered)
+        return [t[:-2] if t.endswith("'s") and len(t) > 2 else t for t in WORD.findall(lowered)]
     out = []
     for t in WORD.findall(text):
         t = t.lower().replace("’", "'")
