@@ -16,6 +16,7 @@ from pathlib import Path
 
 import psycopg
 
+from pipeline.db.queries import query
 from pipeline.ingest import import_files, reader
 from pipeline.store import Store
 
@@ -79,12 +80,10 @@ def _raw_copy(url: str, path: Path, *, from_file: bool, table: str = "bare_chat"
         conn.commit()
         with cpu.measured() as measured:
             t0 = time.perf_counter()
-            with conn.cursor() as cur, cur.copy(f"COPY {table} ({RAW_COLUMNS}) FROM STDIN") as copy:
-                if rows is None:
-                    with path.open(encoding="utf-8") as fh:
-                        for line in fh:
-                            copy.write_row(_row(json.loads(line), now))
-                else:
+            if rows is None:
+                _copy_file(conn, table, path, now)
+            else:
+                with conn.cursor() as cur, cur.copy(f"COPY {table} ({RAW_COLUMNS}) FROM STDIN") as copy:
                     for row in rows:
                         copy.write_row(row)
             conn.commit()
@@ -94,26 +93,31 @@ def _raw_copy(url: str, path: Path, *, from_file: bool, table: str = "bare_chat"
         return t
 
 
+def _copy_file(conn, table: str, path: Path, now: str) -> None:
+    """The raw COPY's work: read the JSONL, json.loads each line, COPY (text) the rows into `table`."""
+    with conn.cursor() as cur, cur.copy(f"COPY {table} ({RAW_COLUMNS}) FROM STDIN") as copy:
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                copy.write_row(_row(json.loads(line), now))
+
+
 def _raw_copy_then_build(url: str, path: Path) -> dict:
     """The raw COPY (as _raw_copy, from the file) into a freshly migrated chat_history whose key and
-    indexes are dropped first and built again after the last row, in one transaction: seconds
-    for the COPY, the key, the indexes and in all."""
+    indexes (the ones an import defers: sql/queries.sql `pg_message_indexes`) are dropped first and
+    built again after the last row, in one transaction: seconds for the COPY, the key, the
+    indexes and in all."""
     now = dt.datetime.now(dt.timezone.utc).isoformat()
     _fresh(url).close()
     with psycopg.connect(conninfo(url)) as conn:
         key = conn.execute("SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
                            "WHERE conrelid = 'chat_history'::regclass AND contype = 'p'").fetchone()
-        indexes = conn.execute("SELECT x.indexrelid::regclass::text, pg_get_indexdef(x.indexrelid) FROM pg_index x "
-                               "WHERE x.indrelid = 'chat_history'::regclass AND NOT x.indisprimary").fetchall()
+        indexes = conn.execute(query("pg_message_indexes")).fetchall()
         conn.execute(f"ALTER TABLE chat_history DROP CONSTRAINT {key[0]}")  # names from the catalog
         for name, _sql in indexes:
             conn.execute(f"DROP INDEX {name}")
         conn.commit()
         t0 = time.perf_counter()
-        with conn.cursor() as cur, cur.copy(f"COPY chat_history ({RAW_COLUMNS}) FROM STDIN") as copy:
-            with path.open(encoding="utf-8") as fh:
-                for line in fh:
-                    copy.write_row(_row(json.loads(line), now))
+        _copy_file(conn, "chat_history", path, now)
         t1 = time.perf_counter()
         conn.execute(f"ALTER TABLE chat_history ADD CONSTRAINT {key[0]} {key[1]}")
         t2 = time.perf_counter()
