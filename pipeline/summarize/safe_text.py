@@ -114,7 +114,8 @@ def _clean_line(line: str, *, screen: bool) -> Cleaned:
     if clear and not _MAY_BE_CUT.search(line):
         # Nothing is checked and no piece is blank, so the cuts below would join every piece
         # back as it was: the line less its trailing white space (the prefix and each label end
-        # in all the spaces and tabs after them, and so does every cut). ~11 -> ~7 µs a line.
+        # in all the spaces and tabs after them, and so does every cut). ~11 -> ~7 µs a line (the
+        # large bench corpus's: 77,558 of 77,593 lines a cold replay cleaned took this way).
         return Cleaned(defang(line.rstrip()), 0)
     prefix = _PREFIX.match(line).group()
     rest = line[len(prefix):]
